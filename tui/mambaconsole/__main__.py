@@ -1,0 +1,3 @@
+from mambaconsole.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""The ``mambaconsole`` entry point.
+
+``mambaconsole HOST`` opens the console; ``mambaconsole SUBCOMMAND ...`` runs one of the
+non-interactive commands listed in :data:`COMMANDS`. Each command lives in its own module
+under :mod:`mambaconsole.commands` and exposes::
+
+    HELP: str                                   # one line for ``mambaconsole --help``
+    def add_arguments(parser: argparse.ArgumentParser) -> None
+    def run(args: argparse.Namespace) -> int    # the exit status
+
+Errors derived from :class:`mambaconsole.errors.ConsoleError` are printed as one line
+(``mambaconsole: error: ...``) with the error's exit status; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from mambaconsole import __version__
+from mambaconsole.errors import ConsoleError
+
+#: subcommand name -> module implementing it
+COMMANDS: dict[str, str] = {
+    "doctor": "mambaconsole.commands.doctor",
+    "launch": "mambaconsole.commands.launch",
+    "runs": "mambaconsole.commands.runs",
+    "stop": "mambaconsole.commands.stop",
+    "inspect": "mambaconsole.commands.inspect",
+    "resolve": "mambaconsole.commands.resolve",
+    "report": "mambaconsole.commands.report",
+}
+
+
+def _load(name: str):
+    try:
+        return importlib.import_module(COMMANDS[name])
+    except ModuleNotFoundError as exc:
+        if exc.name == COMMANDS[name]:
+            return None
+        raise
+
+
+def _console_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mambaconsole",
+        description="Terminal debugging console for live SGLang servers. "
+        "Subcommands: " + ", ".join(COMMANDS) + " (mambaconsole SUBCOMMAND --help).",
+    )
+    p.add_argument("host", nargs="?", help="ssh alias, user@host[:port], or 'local'")
+    p.add_argument("--demo", action="store_true", help="the console on the built-in simulated node")
+    p.add_argument("--read-only", action="store_true", help="follow only: hide every key that changes the node")
+    p.add_argument("--version", action="version", version=f"mambaconsole {__version__}")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in COMMANDS:
+            name = argv[0]
+            module = _load(name)
+            if module is None:
+                print(f"mambaconsole: error: '{name}' is not built yet", file=sys.stderr)
+                return 2
+            parser = argparse.ArgumentParser(prog=f"mambaconsole {name}", description=module.HELP)
+            module.add_arguments(parser)
+            args = parser.parse_args(argv[1:])
+            return int(module.run(args) or 0)
+        args = _console_parser().parse_args(argv)
+        try:
+            from mambaconsole.ui import app as ui_app
+        except ModuleNotFoundError as exc:
+            if exc.name != "mambaconsole.ui.app":
+                raise
+            print("mambaconsole: error: the console is not built yet; try 'mambaconsole doctor local'", file=sys.stderr)
+            return 2
+        return int(ui_app.run(args) or 0)
+    except ConsoleError as exc:
+        print(f"mambaconsole: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

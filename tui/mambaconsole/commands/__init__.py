@@ -1,0 +1,1 @@
+"""Commands of the ``mambaconsole`` CLI, one module each (``add_arguments`` + ``run``)."""
