@@ -1,0 +1,43 @@
+import asyncio
+import sys
+
+import pytest
+
+from mambaconsole.node.base import CommandTimeout, command_line
+from mambaconsole.node.local import LocalNode
+
+
+async def test_run_returns_status_and_output():
+    async with LocalNode() as node:
+        res = await node.run([sys.executable, "-c", "import sys; print('hi'); sys.stderr.write('e'); sys.exit(3)"])
+    assert res.exit_status == 3
+    assert res.out == "hi\n"
+    assert res.err == "e"
+
+
+async def test_run_sends_input_and_times_out():
+    async with LocalNode() as node:
+        res = await node.run(["cat"], input=b"abc")
+        assert res.stdout == b"abc"
+        with pytest.raises(CommandTimeout):
+            await node.run(["sleep", "5"], timeout=0.2)
+
+
+async def test_stream_lines_yields_lines_and_stops_command():
+    async with LocalNode() as node:
+        lines = []
+        async for line in node.stream_lines([sys.executable, "-u", "-c", "import time\nfor i in range(3): print(i)\ntime.sleep(30)"]):
+            lines.append(line)
+            if len(lines) == 3:
+                break
+    assert lines == [b"0", b"1", b"2"]
+
+
+def test_command_line_quotes_each_element():
+    import shlex
+
+    argv = ["echo", "; touch /tmp/x", "$(id)", "a b"]
+    assert shlex.split(command_line(argv)) == argv
+    assert shlex.split(command_line(argv, env={"A": "x y"})) == ["env", "A=x y", *argv]
+    with pytest.raises(ValueError):
+        command_line(argv, env={"A;B": "1"})

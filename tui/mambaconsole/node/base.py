@@ -1,0 +1,122 @@
+"""The one interface every way of reaching a node offers (:class:`Node`).
+
+Implementations: :class:`mambaconsole.node.local.LocalNode` (asyncio subprocesses on this
+machine; ``HOST`` = ``local``) and ``mambaconsole.node.ssh.SSHNode`` (asyncssh).
+
+Commands are given as an argv list and are run **without a local shell**; an SSH node's
+remote shell receives them joined with :func:`shlex.join`, so every element arrives as one
+literal argv element. A ``str`` command is passed to the node's shell as is: use it only
+for fixed text written in this package, never for values a person typed.
+"""
+
+from __future__ import annotations
+
+import abc
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from mambaconsole.errors import ConsoleError
+
+Command = Sequence[str] | str
+
+
+class NodeError(ConsoleError):
+    """Reaching or using the node failed: unreachable host, auth, host key, timeout."""
+
+
+class CommandTimeout(NodeError):
+    """A command on the node ran past its timeout (it has been killed)."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of one command on the node.
+
+    ``exit_status`` is the process exit status (negative signal number locally, 128+N
+    style as the remote shell reports it over SSH, ``None`` when unknown); ``stdout`` and
+    ``stderr`` are the raw bytes the command wrote.
+    """
+
+    exit_status: int | None
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+    @property
+    def out(self) -> str:
+        """stdout decoded as UTF-8 (invalid bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+
+def command_line(cmd: Command, env: Mapping[str, str] | None = None) -> str:
+    """The shell text for ``cmd``: argv elements quoted with :func:`shlex.quote`.
+
+    ``env`` becomes an ``env K=V ...`` prefix (each assignment quoted as one word).
+    """
+    text = cmd if isinstance(cmd, str) else shlex.join(cmd)
+    if env:
+        for key in env:
+            if not key.isidentifier():
+                raise ValueError(f"not an environment variable name: {key!r}")
+        text = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " + text
+    return text
+
+
+class Node(abc.ABC):
+    """A machine the console works on. Async; use as ``async with`` to close it.
+
+    ``name`` is what the user called it (``local``, an ssh alias, ``user@host:port``).
+    """
+
+    name: str
+
+    @abc.abstractmethod
+    async def run(
+        self,
+        cmd: Command,
+        *,
+        input: bytes | None = None,
+        timeout: float | None = 60.0,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> CommandResult:
+        """Run ``cmd`` to completion; ``input`` is sent on its stdin, then stdin is closed.
+
+        ``timeout`` is in seconds (``None``: no limit). Raises :class:`CommandTimeout` when
+        it runs past it (the command is killed), :class:`NodeError` when the node is gone.
+        """
+
+    @abc.abstractmethod
+    def stream_lines(
+        self,
+        cmd: Command,
+        *,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[bytes]:
+        """Start a long-running ``cmd`` and yield each line of its stdout (bytes, without
+        the trailing newline) as it arrives. Closing the iterator (``aclose()`` or leaving an
+        ``async for``) stops the command. stderr is discarded."""
+
+    @abc.abstractmethod
+    async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
+        """Make ``remote_host:remote_port`` as seen from the node reachable on this machine;
+        returns the local port on 127.0.0.1 (for a local node: ``remote_port`` itself)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close connections and stop forwards and streams started through this node."""
+
+    async def __aenter__(self) -> "Node":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
