@@ -1,0 +1,328 @@
+"""``SSHNode``: a node reached over SSH with asyncssh.
+
+``HOST`` is an alias or host name looked up in ``~/.ssh/config`` (``Host``, ``HostName``,
+``Port``, ``User``, ``IdentityFile``, ``UserKnownHostsFile``, ``ConnectTimeout``,
+``ServerAliveInterval`` ... as asyncssh reads them), optionally written ``user@host:port``
+(user and port given there win over the config). Authentication uses the keys from the
+config or the default ``~/.ssh/id_*`` keys and the ssh agent (``SSH_AUTH_SOCK``).
+
+Host keys are always verified against known_hosts (``UserKnownHostsFile`` from the config,
+else ``~/.ssh/known_hosts``): an unknown or changed key is refused with a one-line
+:class:`HostKeyError` naming the file and the server key's SHA256 fingerprint. Other failures
+raise :class:`~mambaconsole.node.base.NodeError` with one line: unreachable host, authentication
+failure, connection timeout, connection lost.
+
+One SSH connection carries everything (commands, streams, port forwards); keepalives every
+15 s (or ``ServerAliveInterval``), and a connection that was lost is re-opened (with backoff)
+on the next command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import asyncssh
+
+from mambaconsole.node.base import Command, CommandResult, CommandTimeout, Node, NodeError, command_line
+
+#: seconds for the TCP connection plus SSH handshake and login, unless ConnectTimeout says otherwise
+CONNECT_TIMEOUT = 15.0
+#: keepalive interval (seconds) and count, unless the ssh config sets ServerAlive*
+KEEPALIVE_INTERVAL = 15.0
+KEEPALIVE_COUNT = 4
+#: bytes read from a stream per call in stream_lines()
+READ_CHUNK = 256 * 1024
+
+
+class HostKeyError(NodeError):
+    """The server's host key is not in known_hosts, or differs from the key recorded there."""
+
+
+class AuthError(NodeError):
+    """The server refused every key (or the agent had none it accepted)."""
+
+
+def parse_host(host: str) -> tuple[str, str | None, int | None]:
+    """Split ``[user@]host[:port]`` into (host, user, port); ``[v6addr]:port`` works too.
+
+    Raises NodeError for an empty host or a port that is not a number in 1..65535."""
+    user = None
+    rest = host
+    if "@" in rest:
+        user, rest = rest.rsplit("@", 1)
+    port: int | None = None
+    m = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?", rest)
+    if m:
+        rest, p = m.group(1), m.group(2)
+        port = int(p) if p else None
+    elif rest.count(":") == 1:
+        rest, p = rest.split(":")
+        if not p.isdigit():
+            raise NodeError(f"{host}: port must be a number, got {p!r}")
+        port = int(p)
+    if not rest or (user is not None and not user):
+        raise NodeError(f"{host!r}: expected an ssh alias, host, user@host or user@host:port")
+    if port is not None and not 0 < port < 65536:
+        raise NodeError(f"{host}: port {port} is out of range 1-65535")
+    return rest, user, port
+
+
+class _Client(asyncssh.SSHClient):
+    """Remembers the host key the server offered (for the fingerprint in errors)."""
+
+    def __init__(self) -> None:
+        self.offered_key: asyncssh.SSHKey | None = None
+
+    def validate_host_public_key(self, host, addr, port, key) -> bool:
+        self.offered_key = key
+        return False  # trust comes from known_hosts only
+
+
+def _fingerprint(key: asyncssh.SSHKey | None) -> str:
+    if key is None:
+        return "unknown"
+    return f"{key.get_algorithm()} {key.get_fingerprint('sha256')}"
+
+
+def _known_host_label(host: str, port: int) -> str:
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+class SSHNode(Node):
+    """A node over one asyncssh connection. Use :meth:`connect` (or :func:`connect_node`)
+    before the first command to get connection errors early; commands connect lazily too."""
+
+    def __init__(self, host: str, *, connect_timeout: float | None = None) -> None:
+        self.name = host
+        self._host, self._user, self._port = parse_host(host)
+        self._connect_timeout = connect_timeout
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self._listeners: list[asyncssh.SSHListener] = []
+        self._procs: set[asyncssh.SSHClientProcess] = set()
+        self._failures = 0
+        self._closed = False
+        #: where the connection really goes (after ~/.ssh/config): set by connect()
+        self.hostname: str | None = None
+        self.port: int | None = None
+        self.username: str | None = None
+
+    # -- connection ---------------------------------------------------------------------
+
+    async def _options(self) -> asyncssh.SSHClientConnectionOptions:
+        kw: dict = {}
+        if self._user:
+            kw["username"] = self._user
+        if self._port:
+            kw["port"] = self._port
+        try:
+            opts = await asyncssh.SSHClientConnectionOptions.construct(config=(), host=self._host, **kw)
+            extra: dict = {}
+            if not opts.keepalive_interval:
+                extra.update(keepalive_interval=KEEPALIVE_INTERVAL, keepalive_count_max=KEEPALIVE_COUNT)
+            if self._connect_timeout is not None or opts.connect_timeout is None:
+                extra["connect_timeout"] = self._connect_timeout or CONNECT_TIMEOUT
+            if opts.known_hosts is None:  # "UserKnownHostsFile none": verification is never off
+                extra["known_hosts"] = str(Path("~/.ssh/known_hosts").expanduser())
+            if extra:
+                opts = await asyncssh.SSHClientConnectionOptions.construct(opts, config=(), host=self._host, **kw, **extra)
+        except (asyncssh.Error, OSError, ValueError) as exc:
+            raise NodeError(f"{self.name}: ssh configuration: {exc}") from None
+        return opts
+
+    def _known_hosts_files(self, opts) -> list[str]:
+        files = opts.known_hosts
+        if isinstance(files, (str, Path)):
+            return [str(files)]
+        if files:
+            return [str(Path(f).expanduser()) for f in files if isinstance(f, (str, Path))]
+        return [str(Path("~/.ssh/known_hosts").expanduser())]
+
+    async def connect(self) -> "SSHNode":
+        """Open the connection now. Raises HostKeyError, AuthError or NodeError (one line)."""
+        async with self._lock:
+            await self._connect_locked()
+        return self
+
+    async def _connect_locked(self) -> asyncssh.SSHClientConnection:
+        if self._closed:
+            raise NodeError(f"{self.name}: node connection is closed")
+        if self._conn is not None and not self._conn.is_closed():
+            return self._conn
+        if self._failures:  # reconnect after a lost connection: back off a little
+            await asyncio.sleep(min(0.5 * 2 ** (self._failures - 1), 10.0))
+        opts = await self._options()
+        self.hostname, self.port, self.username = opts.host, opts.port, opts.username
+        where = f"{self.name} ({opts.username}@{opts.host} port {opts.port})"
+        clients: list[_Client] = []
+
+        def factory() -> _Client:
+            clients.append(_Client())
+            return clients[-1]
+
+        try:
+            conn = await asyncssh.connect(self._host, options=opts, client_factory=factory)
+        except asyncssh.HostKeyNotVerifiable:
+            offered = clients[-1].offered_key if clients else None
+            raise self._host_key_error(opts, where, offered) from None
+        except asyncssh.PermissionDenied as exc:
+            self._failures += 1
+            raise AuthError(
+                f"{where}: authentication failed ({exc.reason}); the server accepted none of the "
+                "keys from the ssh config, ~/.ssh/id_* or the agent") from None
+        except asyncio.TimeoutError:
+            self._failures += 1
+            raise NodeError(f"{where}: connection timed out after {opts.connect_timeout:g} s") from None
+        except socket.gaierror as exc:
+            self._failures += 1
+            raise NodeError(f"{where}: cannot resolve host name: {exc.strerror or exc}") from None
+        except OSError as exc:
+            self._failures += 1
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise NodeError(f"{where}: cannot connect: {reason}") from None
+        except asyncssh.DisconnectError as exc:
+            self._failures += 1
+            raise NodeError(f"{where}: ssh: {exc.reason}") from None
+        except (asyncssh.Error, ValueError) as exc:
+            self._failures += 1
+            raise NodeError(f"{where}: ssh: {exc}") from None
+        self._failures = 0
+        self._conn = conn
+        return conn
+
+    def _host_key_error(self, opts, where: str, key) -> HostKeyError:
+        files = self._known_hosts_files(opts)
+        label = _known_host_label(opts.host, opts.port)
+        known_any = False
+        try:
+            kh = asyncssh.read_known_hosts([f for f in files if os.path.exists(f)]) if any(os.path.exists(f) for f in files) else None
+            if kh is not None:
+                trusted = kh.match(opts.host_key_alias or self._host, "", opts.port if opts.port != 22 else None)[0]
+                trusted2 = kh.match(opts.host, opts.host, opts.port if opts.port != 22 else None)[0]
+                known_any = bool(trusted or trusted2)
+        except (ValueError, OSError):
+            pass
+        fp = _fingerprint(key)
+        shown = " or ".join(files)
+        if known_any:
+            return HostKeyError(
+                f"{where}: HOST KEY CHANGED: the server's key {fp} does not match the key for {label} "
+                f"in {shown}; refusing to connect (if the change is expected, remove the old entry: "
+                f"ssh-keygen -R '{label}' -f {files[0]})")
+        return HostKeyError(
+            f"{where}: host key not verified: {label} is not in {shown} (server key {fp}); "
+            f"check the fingerprint, then add it: ssh-keyscan -p {opts.port} {opts.host} >> {files[0]}")
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        conn = self._conn
+        if conn is not None and not conn.is_closed():
+            return conn
+        async with self._lock:
+            return await self._connect_locked()
+
+    def _lost(self, exc: BaseException) -> NodeError:
+        self._failures += 1
+        self._conn = None
+        return NodeError(f"{self.name}: connection lost: {getattr(exc, 'reason', None) or exc}")
+
+    # -- Node interface -----------------------------------------------------------------
+
+    @staticmethod
+    def _text(cmd: Command, env: Mapping[str, str] | None, cwd: str | None) -> str:
+        text = command_line(cmd, env)
+        if cwd:
+            import shlex
+
+            text = f"cd {shlex.quote(cwd)} && {text}"
+        return text
+
+    async def run(self, cmd, *, input=None, timeout=60.0, env=None, cwd=None) -> CommandResult:
+        conn = await self._connection()
+        text = self._text(cmd, env, cwd)
+        try:
+            proc = await conn.create_process(text, encoding=None)
+        except (asyncssh.Error, OSError) as exc:
+            raise self._lost(exc) from None
+        self._procs.add(proc)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(Exception):
+                proc.kill()
+            proc.close()
+            raise CommandTimeout(f"{self.name}: command timed out after {timeout:g} s") from None
+        except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
+            raise self._lost(exc) from None
+        finally:
+            self._procs.discard(proc)
+        return CommandResult(proc.returncode, out or b"", err or b"")
+
+    async def stream_lines(self, cmd, *, input=None, env=None) -> AsyncIterator[bytes]:
+        async for batch in self.stream_line_batches(cmd, input=input, env=env):
+            for line in batch:
+                yield line
+
+    async def stream_line_batches(self, cmd, *, input=None, env=None) -> AsyncIterator[list[bytes]]:
+        """Like :meth:`stream_lines`, but yields the lines that arrived together as one list
+        (fast path for high line rates: one await per chunk instead of per line)."""
+        conn = await self._connection()
+        try:
+            proc = await conn.create_process(self._text(cmd, env, None), encoding=None,
+                                             stderr=asyncssh.DEVNULL)
+        except (asyncssh.Error, OSError) as exc:
+            raise self._lost(exc) from None
+        self._procs.add(proc)
+        try:
+            if input is not None:
+                proc.stdin.write(input)
+            proc.stdin.write_eof()
+            rest = b""
+            while True:
+                try:
+                    chunk = await proc.stdout.read(READ_CHUNK)
+                except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
+                    raise self._lost(exc) from None
+                if not chunk:
+                    break
+                lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+                rest = lines.pop()
+                if lines:
+                    yield lines
+            if rest:
+                yield [rest]
+        finally:
+            self._procs.discard(proc)
+            with contextlib.suppress(Exception):
+                if proc.exit_status is None:
+                    proc.kill()
+            proc.close()
+
+    async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
+        conn = await self._connection()
+        try:
+            listener = await conn.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
+        except (asyncssh.Error, OSError) as exc:
+            raise NodeError(f"{self.name}: cannot forward port {remote_port}: {exc}") from None
+        self._listeners.append(listener)
+        return listener.get_port()
+
+    async def close(self) -> None:
+        self._closed = True
+        for proc in list(self._procs):
+            with contextlib.suppress(Exception):
+                proc.close()
+        self._procs.clear()
+        for listener in self._listeners:
+            listener.close()
+        self._listeners.clear()
+        if self._conn is not None:
+            self._conn.close()
+            with contextlib.suppress(Exception):
+                await self._conn.wait_closed()
+            self._conn = None
