@@ -1,0 +1,74 @@
+"""Display-safe text from raw log bytes: decoding and terminal-control stripping.
+
+A server log is written by SGLang, uvicorn, tqdm progress bars, warnings and whatever else
+runs in the server's terminal, so it carries ANSI escape sequences (SGLang's own deprecation
+warnings are wrapped in bold-yellow SGR codes from 0.5.14), carriage returns of progress bars
+and, in a damaged file, arbitrary bytes. None of that may reach the screen raw:
+:func:`display_text` turns one physical line into text that contains no control characters
+(C0, DEL, C1) at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["decode_line", "display_text", "has_controls"]
+
+# CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC strings (ESC P/X/^/_ ... ST),
+# other two-byte escapes (ESC + one char), and the 8-bit C1 forms of CSI/OSC.
+_ANSI_RE = re.compile(
+    r"""
+    \x1b\[[0-?]*[ -/]*[@-~]?            # CSI ... final byte (final may be cut off)
+  | \x9b[0-?]*[ -/]*[@-~]?              # 8-bit CSI
+  | \x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?   # OSC ... BEL / ST
+  | \x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?     # 8-bit OSC
+  | \x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?        # DCS / SOS / PM / APC ... ST
+  | \x1b[ -/]*[0-~]?                     # other escapes (charset selection, ESC 7, ...)
+    """,
+    re.VERBOSE,
+)
+# Every remaining control character: C0 (tab included: replaced by a space), DEL, C1.
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_MAP = {c: None for c in list(range(0x00, 0x20)) + list(range(0x7F, 0xA0))}
+_CONTROL_MAP[0x09] = " "
+
+
+def decode_line(raw: bytes | str) -> str:
+    """``raw`` as text: bytes are decoded as UTF-8 with invalid sequences replaced by U+FFFD.
+
+    Never raises."""
+    if isinstance(raw, str):
+        return raw
+    return bytes(raw).decode("utf-8", "replace")
+
+
+def has_controls(text: str) -> bool:
+    """True when ``text`` holds any C0/C1 control character (escape, CR, tab, NUL, ...)."""
+    return _CONTROL_RE.search(text) is not None
+
+
+def display_text(line: bytes | str) -> str:
+    """The text of one physical log line as a terminal should show it.
+
+    - bytes are decoded as UTF-8 (invalid sequences → U+FFFD);
+    - a trailing ``\\n`` / ``\\r\\n`` is dropped;
+    - carriage returns keep only what a terminal would finally show: the text after the last
+      ``\\r`` that is followed by something (a tqdm bar captured by ``tee`` becomes its final
+      state);
+    - ANSI/VT escape sequences (CSI, OSC, DCS, ...) are removed, also when cut off;
+    - tabs become one space; every other control character (C0, DEL, C1) is removed.
+
+    The result contains no character in ``U+0000-U+001F`` or ``U+007F-U+009F``.
+    Never raises.
+    """
+    text = decode_line(line)
+    if text.endswith("\n"):
+        text = text[:-1]
+    if text.isprintable():
+        return text
+    if "\r" in text:
+        parts = [p for p in text.split("\r") if p]
+        text = parts[-1] if parts else ""
+    if "\x1b" in text or "\x9b" in text or "\x9d" in text:
+        text = _ANSI_RE.sub("", text)
+    return text.translate(_CONTROL_MAP)
