@@ -1,0 +1,503 @@
+"""The run store on the node: start, list, adopt and stop server runs in tmux; the relaunch lock.
+
+Stdlib only (Python >= 3.8). Sent on stdin to the node's python and run once per request::
+
+    python3 -u - OP REQUEST_JSON
+
+It prints exactly one JSON line ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error": "one line"}`` and exits 0 (1 on an unexpected crash).
+
+The store is ``$MAMBACONSOLE_HOME`` (request ``home``, else the env var, else
+``~/.mambaconsole``)::
+
+    runs/<run-id>/argv.json    JSON list: the server's argv, exactly
+    runs/<run-id>/env.json     JSON object: extra environment variables
+    runs/<run-id>/status.json  see run_wrapper.py; plus "session", "window", "pane", "cwd",
+                               "created", "node", "launched_by", "adopted", "log_path"
+    runs/<run-id>/log          every byte the server wrote (adopted: pane scrollback + what follows)
+    runs/<run-id>/wrapper.py   the wrapper tmux runs (run_wrapper.py)
+    relaunch.lock              {"holder": "user@host", "pid": int, "since": float, "token": str}
+
+Run ids are ``YYYYmmdd-HHMMSS-xxxx`` (UTC on the node, then 4 random hex digits): they sort by
+start time.
+
+Ops and their results:
+
+``start`` {argv, env, cwd, session, wrapper (source text), launched_by, wait_s}
+    -> the run record (below) once the wrapper reported the server's pid (or wait_s passed).
+``list`` {adopt: bool, patterns: [[str, ...], ...]} -> [run record, ...] oldest first; with
+    ``adopt`` a server process not started by us whose argv contains one of the token
+    sequences (default ``-m sglang.launch_server``, ``sglang serve``, ``-m mambaconsole.sim``)
+    is recorded as an adopted run first.
+``get`` {run_id} -> run record.
+``stop`` {run_id, int_s, term_s, kill_s} -> run record after the server ended. Signals only a
+    pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv and whose start
+    time matches: SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
+``lock`` {holder, pid, stale_s} -> {"acquired": bool, "lock": {...}} (the holder's lock when not
+    acquired; a lock older than stale_s seconds is taken over). ``unlock`` {token} -> bool.
+
+A run record is status.json plus ``"run_id"``, ``"argv"``, ``"run_dir"``, ``"alive"`` (bool) and
+``"state"``: ``starting``, ``running``, ``exited`` (with ``exit_code``), ``lost`` (the wrapper
+died without recording an exit), ``adopted`` (alive) or ``gone`` (adopted, ended; no exit code).
+"""
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+DEFAULT_PATTERNS = [["-m", "sglang.launch_server"], ["sglang", "serve"], ["-m", "mambaconsole.sim"]]
+
+
+class Fail(Exception):
+    pass
+
+
+def _home(req):
+    home = req.get("home") or os.environ.get("MAMBACONSOLE_HOME") or "~/.mambaconsole"
+    return os.path.abspath(os.path.expanduser(home))
+
+
+def _runs_dir(req):
+    d = os.path.join(_home(req), "runs")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _read_json(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def _write_json(path, obj):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "surrogateescape") for a in data.split(b"\0")[:-1]]
+
+
+def _stat(pid):
+    """(ppid, start_ticks, state) from /proc/PID/stat, or None."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read()
+        fields = data[data.rindex(b")") + 2:].split()
+        return int(fields[1]), int(fields[19]), fields[0].decode()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(pid, start_ticks=None, argv=None):
+    """pid exists (not a zombie), started at start_ticks and runs argv (when given)."""
+    if not pid:
+        return False
+    st = _stat(pid)
+    if st is None or st[2] == "Z":
+        return False
+    if start_ticks is not None and st[1] != start_ticks:
+        return False
+    if argv is not None and not _same_argv(_cmdline(pid), argv):
+        return False
+    return True
+
+
+def _same_argv(cmdline, argv):
+    """/proc/PID/cmdline runs ``argv``: equal, or equal after argv[0] (a launcher such as a
+    pyenv shim or ``env`` may exec the interpreter by its full path)."""
+    if cmdline is None:
+        return False
+    return cmdline == argv or (len(cmdline) == len(argv) and cmdline[1:] == argv[1:])
+
+
+def _tmux(*args, check=True):
+    if shutil.which("tmux") is None:
+        raise Fail("tmux is not installed on the node")
+    p = subprocess.run(["tmux"] + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if check and p.returncode != 0:
+        raise Fail("tmux %s: %s" % (args[0], p.stderr.decode("utf-8", "replace").strip() or "exit %d" % p.returncode))
+    return p
+
+
+def _new_run_id(runs):
+    while True:
+        rid = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(2).hex()
+        try:
+            os.mkdir(os.path.join(runs, rid))
+            return rid
+        except FileExistsError:
+            continue
+
+
+def _record(runs, rid):
+    run_dir = os.path.join(runs, rid)
+    st = _read_json(os.path.join(run_dir, "status.json"), {}) or {}
+    argv = _read_json(os.path.join(run_dir, "argv.json"), None)
+    rec = dict(st)
+    rec.update(run_id=rid, run_dir=run_dir, argv=argv)
+    rec.setdefault("log_path", os.path.join(run_dir, "log"))
+    pid = st.get("pid")
+    alive = _alive(pid, st.get("pid_start_ticks"), argv) if pid else False
+    rec["alive"] = alive
+    if st.get("adopted"):
+        rec["state"] = "adopted" if alive else "gone"
+    elif st.get("state") == "exited":
+        rec["state"] = "exited"
+    elif alive:
+        rec["state"] = "running"
+    elif st.get("state") in (None, "starting") and time.time() - float(st.get("created") or 0) < 30 \
+            and not st.get("wrapper_pid"):
+        rec["state"] = "starting"
+    else:
+        wpid = st.get("wrapper_pid")
+        rec["state"] = "running" if wpid and _alive(wpid) else "lost"
+    return rec
+
+
+def op_start(req):
+    runs = _runs_dir(req)
+    argv = req["argv"]
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise Fail("argv must be a non-empty list of strings")
+    env = req.get("env") or {}
+    session = req.get("session") or "sglang"
+    rid = _new_run_id(runs)
+    run_dir = os.path.join(runs, rid)
+    _write_json(os.path.join(run_dir, "argv.json"), argv)
+    _write_json(os.path.join(run_dir, "env.json"), env)
+    with open(os.path.join(run_dir, "log"), "ab"):
+        pass
+    wrapper = os.path.join(run_dir, "wrapper.py")
+    with open(wrapper, "w") as f:
+        f.write(req["wrapper"])
+    _write_json(os.path.join(run_dir, "status.json"), {
+        "run_id": rid, "state": "starting", "created": time.time(), "session": session,
+        "window": rid, "cwd": req.get("cwd"), "node": socket.gethostname(),
+        "launched_by": req.get("launched_by"), "adopted": False,
+    })
+    cmd = [sys.executable, wrapper, run_dir]
+    fmt = "#{pane_id}"
+    exists = _tmux("has-session", "-t", "=" + session, check=False).returncode == 0
+    if exists:
+        p = _tmux("new-window", "-d", "-P", "-F", fmt, "-t", "=%s:" % session, "-n", rid, "--", *cmd,
+                  ";", "set-option", "-w", "-t", "=%s:=%s" % (session, rid), "remain-on-exit", "on")
+    else:
+        p = _tmux("new-session", "-d", "-P", "-F", fmt, "-s", session, "-n", rid, "-x", "220", "-y", "50",
+                  "--", *cmd, ";", "set-option", "-w", "-t", "=%s:=%s" % (session, rid), "remain-on-exit", "on")
+    pane = p.stdout.decode().strip().splitlines()[0] if p.stdout.strip() else None
+    st_path = os.path.join(run_dir, "status.json")
+    st = _read_json(st_path, {})
+    st["pane"] = pane
+    # the wrapper may have rewritten status.json meanwhile: merge, don't clobber
+    deadline = time.time() + float(req.get("wait_s", 10))
+    while True:
+        cur = _read_json(st_path, {}) or {}
+        if cur.get("wrapper_pid") or time.time() > deadline:
+            break
+        time.sleep(0.02)
+    cur = _read_json(st_path, {}) or {}
+    if cur.get("pane") != pane:
+        cur["pane"] = pane
+        _write_json(st_path, cur)
+    return _record(runs, rid)
+
+
+def op_get(req):
+    runs = _runs_dir(req)
+    rid = req["run_id"]
+    if not rid or "/" in rid or rid.startswith(".") or not os.path.isdir(os.path.join(runs, rid)):
+        raise Fail("no run %r on this node (see: mambaconsole runs HOST)" % rid)
+    return _record(runs, rid)
+
+
+def _matches(argv, patterns):
+    """argv is a server command: its program is a python (or ``sglang``) and it holds one of
+    the token sequences. Launchers around it (timeout, env, nohup, a shell) do not match, so
+    the process adopted is the server itself."""
+    if not argv:
+        return False
+    prog = os.path.basename(argv[0])
+    for pat in patterns:
+        n = len(pat)
+        if pat[0] == "-m":
+            if not prog.startswith("python"):
+                continue
+            for i in range(1, len(argv) - n + 1):
+                if argv[i:i + n] == pat:
+                    return True
+        elif prog == pat[0] and argv[1:n] == pat[1:]:
+            return True
+        elif prog.startswith("python") and n >= 1:
+            # `python /path/bin/sglang serve ...` (a console script run by its interpreter)
+            for i in range(1, len(argv) - n + 1):
+                if os.path.basename(argv[i]) == pat[0] and argv[i + 1:i + n] == pat[1:]:
+                    return True
+    return False
+
+
+def _panes():
+    if shutil.which("tmux") is None:
+        return []
+    p = _tmux("list-panes", "-a", "-F", "#{pane_id}\t#{pane_pid}\t#{session_name}\t#{window_name}\t#{pane_dead}",
+              check=False)
+    out = []
+    for line in p.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 5 and parts[1].isdigit():
+            out.append({"pane": parts[0], "pid": int(parts[1]), "session": parts[2], "window": parts[3],
+                        "dead": parts[4] == "1"})
+    return out
+
+
+def _adopt(runs, records, patterns):
+    known = set()
+    for r in records:
+        if r.get("pid"):
+            known.add((r["pid"], r.get("pid_start_ticks")))
+        if r.get("wrapper_pid"):
+            known.add((r["wrapper_pid"], None))
+    known_pids = {k[0] for k in known}
+    me = os.getpid()
+    candidates = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me:
+            continue
+        argv = _cmdline(pid)
+        if argv and _matches(argv, patterns):
+            candidates[pid] = argv
+    # keep only the topmost matching process of a tree (a server's helpers may match too)
+    parents = {}
+    for pid in list(candidates):
+        st = _stat(pid)
+        parents[pid] = st
+    top = []
+    for pid in candidates:
+        ancestor = parents[pid][0] if parents[pid] else 0
+        nested = False
+        seen = 0
+        while ancestor > 1 and seen < 64:
+            if ancestor in candidates or ancestor in known_pids:
+                nested = True
+                break
+            st = _stat(ancestor)
+            ancestor = st[0] if st else 0
+            seen += 1
+        if not nested and parents[pid] and (pid, parents[pid][1]) not in known and pid not in known_pids:
+            top.append(pid)
+    if not top:
+        return []
+    panes = {p["pid"]: p for p in _panes()}
+    new = []
+    for pid in top:
+        argv = candidates[pid]
+        st = _stat(pid)
+        pane = None
+        a, seen = pid, 0
+        while a > 1 and seen < 64:
+            if a in panes:
+                pane = panes[a]
+                break
+            s = _stat(a)
+            a = s[0] if s else 0
+            seen += 1
+        rid = _new_run_id(runs)
+        run_dir = os.path.join(runs, rid)
+        log_path = os.path.join(run_dir, "log")
+        status = {"run_id": rid, "state": "running", "adopted": True, "pid": pid, "pgid": None,
+                  "pid_start_ticks": st[1] if st else None, "created": time.time(),
+                  "started": _started_at(st[1]) if st else None, "ended": None, "exit_code": None,
+                  "node": socket.gethostname(), "cwd": _cwd(pid), "log_path": log_path}
+        try:
+            status["pgid"] = os.getpgid(pid)
+        except OSError:
+            pass
+        _write_json(os.path.join(run_dir, "argv.json"), argv)
+        _write_json(os.path.join(run_dir, "env.json"), {})
+        if pane is not None:
+            status.update(session=pane["session"], window=pane["window"], pane=pane["pane"],
+                          log_source="tmux pane %s" % pane["pane"])
+            cap = _tmux("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane["pane"], check=False)
+            with open(log_path, "wb") as f:
+                f.write(cap.stdout.rstrip(b"\n") + b"\n" if cap.stdout.strip() else b"")
+            _tmux("pipe-pane", "-o", "-t", pane["pane"], "cat >> " + shlex.quote(log_path), check=False)
+        else:
+            out = None
+            try:
+                out = os.readlink("/proc/%d/fd/1" % pid)
+            except OSError:
+                pass
+            if out and out.startswith("/") and os.path.isfile(out):
+                status.update(log_path=out, log_source="file %s (the process's stdout)" % out)
+            else:
+                open(log_path, "ab").close()
+                status.update(log_source="none: not in tmux and stdout is not a file")
+        _write_json(os.path.join(run_dir, "status.json"), status)
+        new.append(rid)
+    return new
+
+
+def _started_at(start_ticks):
+    try:
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        hz = os.sysconf("SC_CLK_TCK")
+        return time.time() - uptime + start_ticks / hz
+    except (OSError, ValueError):
+        return None
+
+
+def _cwd(pid):
+    try:
+        return os.readlink("/proc/%d/cwd" % pid)
+    except OSError:
+        return None
+
+
+def op_list(req):
+    runs = _runs_dir(req)
+    ids = sorted(d for d in os.listdir(runs) if not d.startswith(".") and os.path.isdir(os.path.join(runs, d)))
+    records = [_record(runs, rid) for rid in ids]
+    if req.get("adopt"):
+        live = [r for r in records if r["alive"] or r["state"] in ("starting", "running")]
+        new = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS)
+        records += [_record(runs, rid) for rid in new]
+    return records
+
+
+def _wait_gone(pid, start_ticks, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not _alive(pid, start_ticks):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid, start_ticks)
+
+
+def op_stop(req):
+    import signal
+
+    rec = op_get(req)
+    runs = _runs_dir(req)
+    pid = rec.get("pid")
+    if not pid or not rec["alive"]:
+        if rec["state"] in ("exited", "gone", "lost"):
+            return rec
+        raise Fail("run %s has no live server process to stop (state %s)" % (rec["run_id"], rec["state"]))
+    ticks = rec.get("pid_start_ticks")
+    # the pid must still be the process we recorded: same argv, same start time
+    if not _same_argv(_cmdline(pid), rec["argv"]) or (ticks is not None and _stat(pid)[1] != ticks):
+        raise Fail("pid %d no longer runs the argv recorded for run %s; not signalling it" % (pid, rec["run_id"]))
+    group = rec.get("pgid") == pid
+    steps = [(signal.SIGINT, float(req.get("int_s", 30))), (signal.SIGTERM, float(req.get("term_s", 10))),
+             (signal.SIGKILL, float(req.get("kill_s", 5)))]
+    sent = []
+    for sig, wait in steps:
+        if not _alive(pid, ticks):
+            break
+        try:
+            if group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            break
+        except PermissionError as exc:
+            raise Fail("cannot signal pid %d: %s" % (pid, exc.strerror))
+        sent.append(sig.name)
+        if _wait_gone(pid, ticks, wait):
+            break
+    # let the wrapper record the exit code
+    st_path = os.path.join(runs, rec["run_id"], "status.json")
+    deadline = time.time() + 5
+    while not rec.get("adopted") and time.time() < deadline:
+        if (_read_json(st_path, {}) or {}).get("state") == "exited":
+            break
+        time.sleep(0.02)
+    if rec.get("adopted"):
+        st = _read_json(st_path, {}) or {}
+        st.update(ended=time.time())
+        _write_json(st_path, st)
+    out = _record(runs, rec["run_id"])
+    out["signals_sent"] = sent
+    return out
+
+
+def op_lock(req):
+    home = _home(req)
+    os.makedirs(home, exist_ok=True)
+    path = os.path.join(home, "relaunch.lock")
+    stale_s = float(req.get("stale_s", 900))
+    data = {"holder": req.get("holder") or "unknown", "pid": req.get("pid"), "since": time.time(),
+            "token": os.urandom(8).hex(), "node_pid": os.getpid()}
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            cur = _read_json(path, None)
+            if cur is None:  # being written right now, or garbage
+                time.sleep(0.05)
+                cur = _read_json(path, None)
+            if cur is not None and time.time() - float(cur.get("since", 0)) < stale_s:
+                cur.pop("token", None)
+                cur["path"] = path
+                return {"acquired": False, "lock": cur}
+            # stale (or unreadable for good): take it over atomically by renaming it away
+            try:
+                os.rename(path, path + ".stale")
+            except FileNotFoundError:
+                pass
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        return {"acquired": True, "lock": data}
+    raise Fail("could not take the relaunch lock %s" % path)
+
+
+def op_unlock(req):
+    path = os.path.join(_home(req), "relaunch.lock")
+    cur = _read_json(path, None)
+    if cur is not None and cur.get("token") == req.get("token"):
+        os.unlink(path)
+        return True
+    return False
+
+
+OPS = {"start": op_start, "get": op_get, "list": op_list, "stop": op_stop, "lock": op_lock, "unlock": op_unlock}
+
+
+def main():
+    op = sys.argv[1]
+    req = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    try:
+        result = OPS[op](req)
+        out = {"ok": True, "result": result}
+    except Fail as exc:
+        out = {"ok": False, "error": str(exc)}
+    except KeyError as exc:
+        out = {"ok": False, "error": "bad request: missing %s" % exc}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Server runs in tmux on a node, the run store and the relaunch lock (console side).
+
+All the work happens on the node, in ``agent/runs_agent.py`` (stdlib only), sent on stdin to the
+node's python for each request; the server itself is started by ``agent/run_wrapper.py`` in its
+own tmux window (session ``sglang`` by default, ``remain-on-exit on``), which execs the argv
+from ``argv.json`` without a shell and copies every byte of output to the run's ``log``. The
+layout of ``$MAMBACONSOLE_HOME/runs/<run-id>/`` and the record fields are documented in
+``runs_agent.py``.
+
+Errors: :class:`RunError` (one line) for a failed request; :class:`LockHeld` when another
+console holds the node's relaunch lock; :class:`~mambaconsole.node.base.NodeError` when the
+node cannot be reached.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mambaconsole.errors import ConsoleError
+from mambaconsole.node.base import Node, NodeError
+
+AGENT_DIR = Path(__file__).resolve().parent.parent / "agent"
+DEFAULT_SESSION = "sglang"
+DEFAULT_MODULE = "sglang.launch_server"
+#: the python that runs the agent scripts on the node (stdlib only, any Python >= 3.8)
+AGENT_PYTHON = "python3"
+
+
+def agent_script(name: str) -> bytes:
+    """The source of ``mambaconsole/agent/<name>`` (sent to the node's python)."""
+    return (AGENT_DIR / name).read_bytes()
+
+
+class RunError(ConsoleError):
+    """A run request failed on the node (no such run, tmux missing, bad argv, ...)."""
+
+
+class LockHeld(ConsoleError):
+    """Another console holds the node's relaunch lock."""
+
+    def __init__(self, lock: Mapping, node: str) -> None:
+        self.lock = dict(lock)
+        since = lock.get("since")
+        import time
+
+        age = f"{time.time() - float(since):.0f} s ago" if since else "at an unknown time"
+        super().__init__(
+            f"{node}: relaunch lock held by {lock.get('holder', 'unknown')} (pid {lock.get('pid')}, "
+            f"since {age}); wait for it, or remove {lock.get('path', 'relaunch.lock')} if that console is gone")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run as the node's run store records it.
+
+    ``state``: ``starting``, ``running``, ``exited``, ``lost``, ``adopted``, ``gone``.
+    Times are unix seconds (node clock); ``exit_code`` is 128+N for signal N.
+    """
+
+    run_id: str
+    state: str
+    argv: list[str]
+    pid: int | None
+    started: float | None
+    ended: float | None
+    exit_code: int | None
+    adopted: bool
+    session: str | None
+    window: str | None
+    pane: str | None
+    run_dir: str
+    log_path: str
+    alive: bool
+    record: dict = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_record(cls, rec: Mapping) -> "Run":
+        return cls(
+            run_id=rec["run_id"], state=rec.get("state", "unknown"), argv=list(rec.get("argv") or []),
+            pid=rec.get("pid"), started=rec.get("started"), ended=rec.get("ended"),
+            exit_code=rec.get("exit_code"), adopted=bool(rec.get("adopted")), session=rec.get("session"),
+            window=rec.get("window"), pane=rec.get("pane"), run_dir=rec.get("run_dir", ""),
+            log_path=rec.get("log_path") or os.path.join(rec.get("run_dir", ""), "log"),
+            alive=bool(rec.get("alive")), record=dict(rec),
+        )
+
+    @property
+    def state_text(self) -> str:
+        """``running``, ``exited 0``, ``exited 137 (SIGKILL)``, ``adopted``, ..."""
+        if self.state == "exited":
+            sig = self.record.get("signal")
+            return f"exited {self.exit_code}" + (f" ({sig})" if sig else "")
+        return self.state
+
+
+def console_identity() -> str:
+    """``user@host`` of this console (the relaunch lock's holder)."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name in the environment
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+class RunStore:
+    """The runs on one node. ``python``: the node's python for the agent scripts;
+    ``home``: the store folder on the node (default: node's ``$MAMBACONSOLE_HOME`` or
+    ``~/.mambaconsole``)."""
+
+    def __init__(self, node: Node, *, python: str = AGENT_PYTHON, home: str | None = None) -> None:
+        self.node = node
+        self.python = python
+        self.home = home
+
+    async def _call(self, op: str, req: dict, timeout: float = 60.0):
+        if self.home:
+            req = dict(req, home=self.home)
+        res = await self.node.run([self.python, "-u", "-", op, json.dumps(req)],
+                                  input=agent_script("runs_agent.py"), timeout=timeout)
+        lines = res.out.strip().splitlines()
+        try:
+            answer = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            detail = (res.err.strip().splitlines() or ["no output"])[-1]
+            if res.exit_status == 127:
+                detail = f"{self.python} not found on the node"
+            raise NodeError(f"{self.node.name}: run store agent failed (exit {res.exit_status}): {detail}")
+        if not answer.get("ok"):
+            raise RunError(f"{self.node.name}: {answer.get('error')}")
+        return answer["result"]
+
+    async def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+                    session: str = DEFAULT_SESSION, launched_by: str | None = None) -> Run:
+        """Start ``argv`` in a new tmux window of ``session``; returns once the server's pid
+        is recorded. Raises RunError (e.g. tmux missing)."""
+        argv = [str(a) for a in argv]
+        if not argv:
+            raise RunError("nothing to launch: empty argv")
+        if not session or not all(c.isalnum() or c in "-_" for c in session):
+            raise RunError(f"tmux session name must be letters, digits, '-' or '_': {session!r}")
+        env = {str(k): str(v) for k, v in (env or {}).items()}
+        for k in env:
+            if not k.isidentifier():
+                raise RunError(f"not an environment variable name: {k!r}")
+        rec = await self._call("start", {
+            "argv": argv, "env": env, "cwd": cwd, "session": session,
+            "wrapper": agent_script("run_wrapper.py").decode(),
+            "launched_by": launched_by or console_identity(),
+        })
+        return Run.from_record(rec)
+
+    async def list(self, *, adopt: bool = True, patterns: Sequence[Sequence[str]] | None = None) -> list[Run]:
+        """All runs, oldest first. With ``adopt``, a server started by hand is recorded first as
+        an adopted run (see runs_agent.py for how it is found)."""
+        req: dict = {"adopt": adopt}
+        if patterns:
+            req["patterns"] = [list(p) for p in patterns]
+        return [Run.from_record(r) for r in await self._call("list", req)]
+
+    async def get(self, run_id: str) -> Run:
+        return Run.from_record(await self._call("get", {"run_id": run_id}))
+
+    async def latest(self) -> Run | None:
+        runs = await self.list(adopt=True)
+        live = [r for r in runs if r.alive]
+        return (live or runs or [None])[-1]
+
+    async def stop(self, run_id: str, *, int_s: float = 30.0, term_s: float = 10.0, kill_s: float = 5.0) -> Run:
+        """Stop a run's server: SIGINT, then SIGTERM, then SIGKILL, waiting ``int_s`` /
+        ``term_s`` / ``kill_s`` seconds after each. Only the pid recorded for the run, checked
+        against /proc/PID/cmdline and its start time. Returns the run after it ended."""
+        rec = await self._call("stop", {"run_id": run_id, "int_s": int_s, "term_s": term_s, "kill_s": kill_s},
+                               timeout=int_s + term_s + kill_s + 30)
+        return Run.from_record(rec)
+
+    async def acquire_lock(self, holder: str | None = None, *, stale_s: float = 900.0) -> dict:
+        """Take the node's relaunch lock; returns the lock (keep it for :meth:`release_lock`).
+        Raises LockHeld naming the holder when another console has it."""
+        res = await self._call("lock", {"holder": holder or console_identity(), "pid": os.getpid(),
+                                        "stale_s": stale_s})
+        if not res["acquired"]:
+            raise LockHeld(res["lock"], self.node.name)
+        return res["lock"]
+
+    async def release_lock(self, lock: Mapping) -> bool:
+        return bool(await self._call("unlock", {"token": lock.get("token")}))
