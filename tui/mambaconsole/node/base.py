@@ -106,6 +106,18 @@ class Node(abc.ABC):
         the trailing newline) as it arrives. Closing the iterator (``aclose()`` or leaving an
         ``async for``) stops the command. stderr is discarded."""
 
+    async def stream_line_batches(
+        self,
+        cmd: Command,
+        *,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[list[bytes]]:
+        """Like :meth:`stream_lines`, but yields the lines that arrived together as one list
+        (one await per chunk instead of per line: for high line rates such as the agent's)."""
+        async for line in self.stream_lines(cmd, input=input, env=env):
+            yield [line]
+
     @abc.abstractmethod
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         """Make ``remote_host:remote_port`` as seen from the node reachable on this machine;

@@ -11,14 +11,17 @@ from mambaconsole.node.base import Command, CommandResult, CommandTimeout, Node
 
 #: the longest line stream_lines() yields whole, in bytes (the agent caps its JSON lines below it)
 STREAM_LIMIT = 16 * 1024 * 1024
+#: bytes read per call in stream_line_batches()
+READ_CHUNK = 256 * 1024
 
 
-async def _spawn(cmd: Command, env: Mapping[str, str] | None, cwd: str | None, stdin) -> asyncio.subprocess.Process:
+async def _spawn(cmd: Command, env: Mapping[str, str] | None, cwd: str | None, stdin,
+                 stderr=asyncio.subprocess.PIPE) -> asyncio.subprocess.Process:
     full_env = None
     if env:
         full_env = dict(os.environ)
         full_env.update(env)
-    kw = dict(stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    kw = dict(stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=stderr,
               env=full_env, cwd=cwd, start_new_session=True, limit=STREAM_LIMIT)
     if isinstance(cmd, str):
         return await asyncio.create_subprocess_shell(cmd, **kw)
@@ -53,7 +56,8 @@ class LocalNode(Node):
         return CommandResult(proc.returncode, out, err)
 
     async def stream_lines(self, cmd, *, input=None, env=None) -> AsyncIterator[bytes]:
-        proc = await _spawn(cmd, env, None, asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL)
+        proc = await _spawn(cmd, env, None, asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+                            asyncio.subprocess.DEVNULL)
         self._procs.add(proc)
         try:
             if input is not None:
@@ -66,6 +70,31 @@ class LocalNode(Node):
                 if not line:
                     break
                 yield line[:-1] if line.endswith(b"\n") else line
+        finally:
+            self._procs.discard(proc)
+            await _kill(proc)
+
+    async def stream_line_batches(self, cmd, *, input=None, env=None) -> AsyncIterator[list[bytes]]:
+        proc = await _spawn(cmd, env, None, asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+                            asyncio.subprocess.DEVNULL)
+        self._procs.add(proc)
+        try:
+            if input is not None:
+                proc.stdin.write(input)
+                await proc.stdin.drain()
+                proc.stdin.close()
+            assert proc.stdout is not None
+            rest = b""
+            while True:
+                chunk = await proc.stdout.read(READ_CHUNK)
+                if not chunk:
+                    break
+                lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+                rest = lines.pop()
+                if lines:
+                    yield lines
+            if rest:
+                yield [rest]
         finally:
             self._procs.discard(proc)
             await _kill(proc)
