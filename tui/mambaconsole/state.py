@@ -1,0 +1,634 @@
+"""``ConsoleState``: everything the console shows, fed by typed events; widgets only read it.
+
+No Textual here. Workers produce the events below (from the node, the log, the HTTP
+endpoints and the resolver); :meth:`ConsoleState.apply` folds one event in and returns the
+names of the panes whose data changed (``"header"``, ``"gpu"``, ``"args"``, ``"log"``,
+``"spec"``, ``"runs"``) so the app refreshes only those.
+
+Units: GPU memory in MiB as NVML / ``nvidia-smi`` report it; memory-budget items in GB as
+SGLang prints them (``... size: 13.50GB``, SGLang's "GB" is 2**30 bytes); times are Unix
+seconds (``time.time()``); throughput in tokens/s.
+
+Log-line understanding comes from :mod:`mambaconsole.sglang` when it is importable (its
+typed events for decode batches, memory lines, ready, tracebacks); without it the log pane
+still works (text and severity only) and the speculative pane stays empty.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: lines kept in memory for the log pane, whatever the log size
+LOG_KEEP = 5000
+#: GPU used-memory samples kept per GPU for the history sparkline
+GPU_HISTORY = 120
+#: speculative points kept (one per decode batch line)
+SPEC_KEEP = 600
+#: accept length at or under this, for COLLAPSE_RUN decode lines in a row, raises the alarm
+COLLAPSE_LEN = 1.05
+COLLAPSE_RUN = 5
+
+SOURCES = ("default", "cli", "config", "env", "derived", "overridden")
+
+# ----------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a run's log. ``offset`` is the byte offset of its first byte in the file."""
+
+    run_id: str
+    offset: int
+    text: str
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """A batch of consecutive lines of one run's log (workers batch to keep the UI cheap)."""
+
+    run_id: str
+    lines: tuple[LogLine, ...]
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One GPU at one time: memory in MiB, utilisation in percent (``None`` when unknown)."""
+
+    index: int
+    name: str
+    used_mib: float
+    total_mib: float
+    util: float | None = None
+    simulated: bool = False
+    t: float = 0.0
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding GPU memory. ``resolved`` is False when the node cannot map the PID to
+    a process it sees (containers report host PIDs): shown labelled, never hidden."""
+
+    gpu: int
+    pid: int
+    used_mib: float
+    command: str = ""
+    resolved: bool = True
+
+
+@dataclass(frozen=True)
+class GpuSnapshot:
+    """All GPUs and their processes at one time; ``available`` False = the node has no GPU
+    reading (``reason`` says why)."""
+
+    gpus: tuple[GpuReading, ...]
+    processes: tuple[GpuProcess, ...] = ()
+    available: bool = True
+    reason: str = ""
+    simulated: bool = False
+    t: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run as the node keeps it under ``$MAMBACONSOLE_HOME/runs/<run_id>/``.
+
+    ``state``: ``starting``/``running``/``ready``/``exited``/``dead``/``adopted``/``never_started``;
+    ``outcome`` (when known): ``ready``/``oom``/``arg_error``/``crashed``/``exited``/``unknown``.
+    ``started``/``ended`` are Unix seconds; ``log_mtime`` the log file's mtime (for the
+    stale-log warning); ``pids`` the server's process ids (to mark its GPU processes)."""
+
+    run_id: str
+    argv: tuple[str, ...] = ()
+    started: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    state: str = "running"
+    outcome: str | None = None
+    pid: int | None = None
+    pids: tuple[int, ...] = ()
+    log_path: str = ""
+    log_mtime: float | None = None
+    time_to_ready: float | None = None
+    peak_mem_mib: float | None = None
+    mean_accept_len: float | None = None
+    adopted: bool = False
+
+
+@dataclass(frozen=True)
+class RunsListed:
+    """The node's run history, oldest first; ``current`` is the run the console follows."""
+
+    runs: tuple[RunInfo, ...]
+    current: str | None
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A poll of ``/server_info`` (or ``/get_server_info``): the decoded JSON object, or
+    ``error`` when the server did not answer."""
+
+    data: dict | None
+    error: str | None = None
+    t: float = 0.0
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """A poll of ``/metrics``: metric name -> value (first sample), or ``error``."""
+
+    values: dict
+    error: str | None = None
+    t: float = 0.0
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The resolver's answer for the current run's argv (issue-4 JSON shape)."""
+
+    result: dict
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Connection:
+    """The link to the node: ``up`` False from ``since`` on (Unix seconds)."""
+
+    up: bool
+    since: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the session learned about the node once: host name, SGLang version, simulated."""
+
+    host: str
+    sglang_version: str | None = None
+    simulated: bool = False
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A relaunch phase to show in the header (``lock``, ``stop``, ``wait-gpu``, ``start``,
+    ``follow``, ``done``, ``failed``); ``text`` empty clears it."""
+
+    name: str
+    text: str = ""
+
+
+# ----------------------------------------------------------------------------- view data
+
+
+@dataclass
+class ArgRow:
+    """One ServerArgs field for the table: ``flag`` is the CLI option (or the field name)."""
+
+    field: str
+    flag: str
+    value: Any
+    default: Any
+    source: str
+    changed_by: str = ""  # "function file:line" of the last writer, when SGLang changed it
+    writer_file: str | None = None
+    writer_line: int | None = None
+    live: Any = None  # the value /server_info reports, when it disagrees
+    disagrees: bool = False
+
+
+@dataclass
+class SpecPoint:
+    t: float
+    accept_len: float
+    accept_rate: float | None
+    throughput: float | None
+
+
+_ERR = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b|hit an exception|out of memory|\bERROR\b|Killed|SIGQUIT|sigquit")
+_WARN = re.compile(r"\bWARNING\b|\bwarn(ing)?\b|[Dd]eprecat|Disabling|Falling back|Automatically")
+_READY = re.compile(r"The server is fired up and ready to roll!")
+
+
+def severity(text: str) -> str:
+    """``error``/``warning``/``ready``/``info`` for a log line (SGLang's envelope carries no level,
+    so this reads the message: tracebacks, exception names, OOM, warnings' usual words)."""
+    if _READY.search(text):
+        return "ready"
+    if _ERR.search(text):
+        return "error"
+    if _WARN.search(text):
+        return "warning"
+    return "info"
+
+
+@dataclass
+class ShownLine:
+    offset: int
+    text: str
+    severity: str
+
+
+def _parser() -> Callable[[str], Any] | None:
+    """SGLang log-line parser from :mod:`mambaconsole.sglang`, when it has landed."""
+    try:
+        from mambaconsole import sglang as sg  # noqa: F401
+    except Exception:  # pragma: no cover - package always present
+        return None
+    for name in ("parse_line", "parse_log_line"):
+        fn = getattr(sg, name, None)
+        if callable(fn):
+            return fn
+    try:
+        from mambaconsole.sglang import logs  # type: ignore
+
+        for name in ("parse_line", "parse_log_line"):
+            fn = getattr(logs, name, None)
+            if callable(fn):
+                return fn
+    except Exception:
+        pass
+    return None
+
+
+def _event_kind(ev: Any) -> str:
+    """Normalised kind of an sglang event: its ``kind`` attribute or its class name."""
+    kind = getattr(ev, "kind", None)
+    if isinstance(kind, str):
+        return kind.lower()
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(ev).__name__).lower()
+
+
+def _num(ev: Any, *names: str) -> float | None:
+    for n in names:
+        v = getattr(ev, n, None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+class ConsoleState:
+    """The one state object. ``clock`` gives the current time (frozen in snapshot tests)."""
+
+    def __init__(self, host: str = "", *, clock: Callable[[], float] = time.time, log_keep: int = LOG_KEEP) -> None:
+        self.clock = clock
+        self.host = host
+        self.sglang_version: str | None = None
+        self.simulated = False
+        self.python: str | None = None
+        # connection
+        self.connected = True
+        self.lost_since: float | None = None
+        self.connection_detail = ""
+        self.last_data: float | None = None
+        # runs
+        self.runs: list[RunInfo] = []
+        self.run: RunInfo | None = None
+        self.log_run_id: str | None = None  # whose log the log pane shows
+        self.phase: Phase | None = None
+        # server
+        self.ready_seen = False
+        self.ready_at: float | None = None
+        self.failure: str | None = None  # one line: exception type and message
+        self.oom_seen = False
+        self.server_info: dict | None = None
+        self.server_info_error: str | None = None
+        self.metrics: dict = {}
+        # gpu
+        self.gpu: GpuSnapshot | None = None
+        self.gpu_history: dict[int, deque[float]] = {}
+        self.budget_gb: dict[str, float] = {}
+        # args
+        self.resolution: dict | None = None
+        self.rows: list[ArgRow] = []
+        # log
+        self.log: deque[ShownLine] = deque(maxlen=log_keep)
+        self.log_total = 0
+        self.log_dropped = 0
+        self.first_error_offset: int | None = None
+        self.log_offset = 0  # next byte to read of the shown run's log
+        self.log_generation = 0  # bumped whenever the log pane must start over
+        # spec
+        self.spec: deque[SpecPoint] = deque(maxlen=SPEC_KEEP)
+        self.spec_enabled: bool | None = None  # None: not known yet
+        self.spec_sum = 0.0
+        self.spec_n = 0
+        self.collapsed = False
+        self._low_run = 0
+        self._parse = _parser()
+
+    # --------------------------------------------------------------- derived
+    @property
+    def status(self) -> str:
+        """Header state word: ``connection lost``, ``ready``, ``starting``, ``dead``, ``oom``,
+        ``arg error``, ``adopted``, ``never started``, ``no run``."""
+        if not self.connected:
+            return "connection lost"
+        r = self.run
+        if r is None:
+            return "no run"
+        if r.state in ("exited", "dead") or r.exit_code is not None:
+            out = r.outcome or ("oom" if self.oom_seen else None)
+            if out == "oom":
+                return "oom"
+            if out == "arg_error":
+                return "arg error"
+            return "dead"
+        if r.state == "never_started":
+            return "never started"
+        if self.ready_seen or r.state == "ready" or r.outcome == "ready":
+            return "ready"
+        if r.adopted or r.state == "adopted":
+            return "adopted"
+        return "starting"
+
+    def lost_for(self) -> float | None:
+        if self.connected or self.lost_since is None:
+            return None
+        return max(0.0, self.clock() - self.lost_since)
+
+    def uptime(self) -> float | None:
+        r = self.run
+        if r is None or r.started is None:
+            return None
+        end = r.ended if r.ended is not None else self.clock()
+        return max(0.0, end - r.started)
+
+    def log_is_stale(self) -> bool:
+        """The shown log is not the current run's, or its file is older than the run."""
+        r = self.run
+        if r is None:
+            return False
+        if self.log_run_id is not None and self.log_run_id != r.run_id:
+            return True
+        return r.log_mtime is not None and r.started is not None and r.log_mtime < r.started - 1
+
+    def mean_accept(self) -> float | None:
+        return self.spec_sum / self.spec_n if self.spec_n else None
+
+    def server_pids(self) -> set[int]:
+        r = self.run
+        if r is None:
+            return set()
+        s = set(r.pids)
+        if r.pid:
+            s.add(r.pid)
+        return s
+
+    # --------------------------------------------------------------- apply
+    def apply(self, ev: Any) -> set[str]:
+        """Fold one event in; return the panes to refresh."""
+        handler = getattr(self, "_on_" + type(ev).__name__, None)
+        if handler is None:
+            raise TypeError(f"ConsoleState cannot apply {type(ev).__name__}")
+        changed = handler(ev)
+        if not isinstance(ev, (Connection, Phase, NodeFacts)):
+            self.last_data = self.clock()
+        return changed | {"header"}
+
+    def _on_NodeFacts(self, ev: NodeFacts) -> set[str]:
+        self.host = ev.host
+        self.sglang_version = ev.sglang_version or self.sglang_version
+        self.simulated = ev.simulated or self.simulated
+        self.python = ev.python or self.python
+        return set()
+
+    def _on_Connection(self, ev: Connection) -> set[str]:
+        if ev.up:
+            self.connected, self.lost_since = True, None
+        elif self.connected:
+            self.connected, self.lost_since = False, ev.since
+        self.connection_detail = ev.detail
+        return set()
+
+    def _on_Phase(self, ev: Phase) -> set[str]:
+        self.phase = ev if ev.text else None
+        return set()
+
+    def _on_RunsListed(self, ev: RunsListed) -> set[str]:
+        self.runs = list(ev.runs)
+        cur = next((r for r in ev.runs if r.run_id == ev.current), None)
+        changed = {"runs"}
+        if cur is not None:
+            if self.run is None or self.run.run_id != cur.run_id:
+                self._new_run()
+                changed |= {"log", "spec", "gpu", "args"}
+            self.run = cur
+        return changed
+
+    def _new_run(self) -> None:
+        self.ready_seen = False
+        self.ready_at = None
+        self.failure = None
+        self.oom_seen = False
+        self.log.clear()
+        self.log_total = 0
+        self.log_dropped = 0
+        self.first_error_offset = None
+        self.log_offset = 0
+        self.log_run_id = None
+        self.log_generation += 1
+        self.spec.clear()
+        self.spec_sum = 0.0
+        self.spec_n = 0
+        self.spec_enabled = None
+        self.collapsed = False
+        self._low_run = 0
+        self.budget_gb = {}
+        self.server_info = None
+        self.metrics = {}
+
+    def show_log_of(self, run_id: str) -> None:
+        """The log pane switches to ``run_id``'s log (run picker): start empty, from byte 0."""
+        self.log.clear()
+        self.log_total = 0
+        self.log_dropped = 0
+        self.first_error_offset = None
+        self.log_offset = 0
+        self.log_run_id = run_id
+        self.log_generation += 1
+
+    def _on_LogLines(self, ev: LogLines) -> set[str]:
+        if self.log_run_id is None:
+            self.log_run_id = ev.run_id
+        if ev.run_id != self.log_run_id:
+            return set()
+        changed = {"log"}
+        following_current = self.run is not None and ev.run_id == self.run.run_id
+        for line in ev.lines:
+            if line.offset < self.log_offset:
+                continue  # already seen (reconnect resumes from an offset): never repeat a line
+            self.log_offset = line.offset + len(line.text.encode("utf-8", "surrogateescape")) + 1
+            sev = severity(line.text)
+            if len(self.log) == self.log.maxlen:
+                self.log_dropped += 1
+            self.log.append(ShownLine(line.offset, line.text, sev))
+            self.log_total += 1
+            if sev == "error" and self.first_error_offset is None:
+                self.first_error_offset = line.offset
+            if following_current:
+                changed |= self._understand(line.text)
+        return changed
+
+    def _understand(self, text: str) -> set[str]:
+        """Feed one line of the current run's log to SGLang knowledge."""
+        if sev := severity(text):
+            if sev == "ready":
+                self.ready_seen = True
+                self.ready_at = self.clock()
+            elif "out of memory" in text or "Not enough memory" in text:
+                self.oom_seen = True
+        if self._parse is None:
+            return set()
+        try:
+            ev = self._parse(text)
+        except Exception:
+            return set()
+        if ev is None:
+            return set()
+        events = ev if isinstance(ev, (list, tuple)) else [ev]
+        changed: set[str] = set()
+        for e in events:
+            changed |= self._on_sglang(e)
+        return changed
+
+    def _on_sglang(self, e: Any) -> set[str]:
+        kind = _event_kind(e)
+        if "decode" in kind:
+            alen = _num(e, "accept_len", "accept_length")
+            if alen is None:
+                if self.spec_enabled is None:
+                    self.spec_enabled = False
+                return {"spec"}
+            self.spec_enabled = True
+            rate = _num(e, "accept_rate")
+            thr = _num(e, "gen_throughput", "throughput")
+            self.spec.append(SpecPoint(self.clock(), alen, rate, thr))
+            self.spec_sum += alen
+            self.spec_n += 1
+            self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
+            self.collapsed = self._low_run >= COLLAPSE_RUN
+            return {"spec"}
+        if "weight" in kind:
+            v = _num(e, "mem_usage_gb", "mem_usage", "weights_gb")
+            if v is not None:
+                self.budget_gb["weights"] = v
+                return {"gpu"}
+        if "mamba" in kind:
+            total = 0.0
+            for key, names in (("mamba", ("conv_gb", "conv_state_gb", "ssm_gb", "ssm_state_gb",
+                                           "intermediate_ssm_gb", "intermediate_conv_gb")),):
+                for n in names:
+                    v = _num(e, n)
+                    if v is not None:
+                        total += v
+                if total:
+                    self.budget_gb[key] = total
+            return {"gpu"}
+        if "kv" in kind:
+            v = _num(e, "total_gb", "size_gb")
+            if v is None:
+                k, vv = _num(e, "k_size_gb", "k_gb"), _num(e, "v_size_gb", "v_gb")
+                if k is not None:
+                    v = k + (vv or 0.0)
+            if v is not None:
+                self.budget_gb["kv"] = self.budget_gb.get("kv", 0.0) + v
+                return {"gpu"}
+        if "graph" in kind and "end" in kind:
+            v = _num(e, "mem_usage_gb", "mem_usage")
+            if v is not None:
+                self.budget_gb["graphs"] = self.budget_gb.get("graphs", 0.0) + v
+                return {"gpu"}
+        if "ready" in kind:
+            self.ready_seen = True
+            self.ready_at = self.clock()
+        if "server_args" in kind:
+            v = getattr(e, "version", None)
+            if isinstance(v, str):
+                self.sglang_version = self.sglang_version or v
+        if "traceback" in kind or "exception" in kind or "oom" in kind:
+            t = getattr(e, "exception", None) or getattr(e, "exc_type", None)
+            m = getattr(e, "message", None)
+            if t or m:
+                self.failure = f"{t or ''}: {m or ''}".strip(": ")
+            if "oom" in kind:
+                self.oom_seen = True
+        return set()
+
+    def _on_GpuSnapshot(self, ev: GpuSnapshot) -> set[str]:
+        self.gpu = ev
+        if ev.simulated:
+            self.simulated = True
+        for g in ev.gpus:
+            self.gpu_history.setdefault(g.index, deque(maxlen=GPU_HISTORY)).append(g.used_mib)
+        return {"gpu"}
+
+    def _on_ServerInfo(self, ev: ServerInfo) -> set[str]:
+        if ev.data is None:
+            self.server_info_error = ev.error
+            return set()
+        self.server_info, self.server_info_error = ev.data, None
+        v = ev.data.get("version")
+        if isinstance(v, str):
+            self.sglang_version = v
+        self._compare_live()
+        if self.spec_enabled is None and "speculative_algorithm" in ev.data:
+            self.spec_enabled = bool(ev.data.get("speculative_algorithm"))
+        return {"args", "spec"}
+
+    def _on_MetricsSnapshot(self, ev: MetricsSnapshot) -> set[str]:
+        if ev.error is None:
+            self.metrics = dict(ev.values)
+        return {"spec"}
+
+    def _on_Resolution(self, ev: Resolution) -> set[str]:
+        self.resolution = ev.result
+        rows = []
+        for name, f in (ev.result.get("fields") or {}).items():
+            writes = f.get("writes") or []
+            last = writes[-1] if writes else None
+            src = f.get("source", "default")
+            changed_by = ""
+            if last and src in ("derived", "overridden", "env") or (last and src != "default"):
+                fn = last.get("declared_as") or last.get("function") or ""
+                changed_by = f"{fn} {last.get('file', '')}:{last.get('line', '')}".strip()
+            rows.append(ArgRow(
+                field=name, flag=f.get("option") or "--" + name.replace("_", "-"),
+                value=f.get("value"), default=f.get("default"), source=src,
+                changed_by=changed_by if src in ("derived", "overridden") else "",
+                writer_file=(last or {}).get("file"), writer_line=(last or {}).get("line"),
+            ))
+        self.rows = rows
+        self._compare_live()
+        return {"args"}
+
+    def _compare_live(self) -> None:
+        info = self.server_info or {}
+        for row in self.rows:
+            if row.field in info:
+                live = info[row.field]
+                row.live = live
+                row.disagrees = _norm(live) != _norm(row.value)
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, (list, tuple)):
+        return [_norm(x) for x in v]
+    return v
+
+
+def fmt_duration(s: float | None) -> str:
+    """``3 s``, ``4m05s``, ``2h03m`` (``-`` when unknown)."""
+    if s is None:
+        return "-"
+    s = int(s)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"

@@ -1,0 +1,496 @@
+"""The console app: wiring, bindings and commands. Panes and modals live in their own modules;
+data comes from workers (through :class:`~mambaconsole.ui.feed.Feed`) as messages
+(:mod:`mambaconsole.ui.messages`) folded into one :class:`~mambaconsole.state.ConsoleState`.
+
+Entry point: :func:`run` (what ``mambaconsole HOST`` / ``--demo`` / ``--read-only`` call)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from mambaconsole.errors import ConsoleError
+from mambaconsole.node.base import NodeError
+from mambaconsole.state import Connection, ConsoleState, Phase, Resolution, RunInfo
+from mambaconsole.ui import messages as M
+from mambaconsole.ui.args_pane import ArgsPane
+from mambaconsole.ui.confirm import ConfirmScreen
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.gpu_pane import GpuPane
+from mambaconsole.ui.header import StatusBar
+from mambaconsole.ui.help import HelpScreen
+from mambaconsole.ui.history import HistoryScreen
+from mambaconsole.ui.log_pane import LogPane
+from mambaconsole.ui.run_picker import RunPicker
+from mambaconsole.ui.source_view import SourceScreen
+from mambaconsole.ui.spec_pane import SpecPane
+from mambaconsole.ui.themes import load_themes
+
+#: actions that change the node: hidden (footer, palette, keys) with --read-only
+NODE_CHANGING = {"edit", "relaunch", "stop"}
+#: the longest wait between polls while the node is unreachable (capped backoff), seconds
+BACKOFF_CAP = 30.0
+
+
+class ConsoleApp(App[int]):
+    """``mambaconsole HOST``. ``feed`` talks to the node; ``clock`` is frozen in snapshot tests;
+    ``on_quit`` runs (awaited) when the app exits (the demo stops its processes there)."""
+
+    TITLE = "mambaconsole"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit_console", "Quit", tooltip="quit; the server keeps running"),
+        Binding("question_mark", "keys", "Keys"),
+        Binding("e", "edit", "Edit args"),
+        Binding("R", "relaunch", "Relaunch"),
+        Binding("S", "stop", "Stop"),
+        Binding("h", "history", "History"),
+        Binding("z", "zoom", "Zoom"),
+        Binding("t", "cycle_theme", "Theme"),
+        Binding("ctrl+s", "save_svg", "Screenshot", show=False),
+        Binding("1", "focus_pane('gpu')", "GPU", show=False),
+        Binding("2", "focus_pane('spec')", "Spec", show=False),
+        Binding("3", "focus_pane('args')", "Args", show=False),
+        Binding("4", "focus_pane('log')", "Log", show=False),
+        Binding("left_square_bracket", "resize(-1)", "Narrower args", show=False),
+        Binding("right_square_bracket", "resize(1)", "Wider args", show=False),
+        Binding("minus", "resize_top(-1)", "Shorter top row", show=False),
+        Binding("plus,equals_sign", "resize_top(1)", "Taller top row", show=False),
+    ]
+
+    def __init__(self, feed: Feed, *, read_only: bool = False, clock: Callable[[], float] = time.time,
+                 poll_s: float = 2.0, theme: str | None = None, screenshot_dir: str | None = None,
+                 on_quit=None, start_workers: bool = True) -> None:
+        super().__init__()
+        self.feed = feed
+        self.read_only = read_only
+        self.clock = clock
+        self.poll_s = poll_s
+        self.state = ConsoleState(feed.host, clock=clock)
+        self.state.simulated = feed.simulated
+        self.screenshot_dir = screenshot_dir or os.getcwd()
+        self.on_quit_hook = on_quit
+        self.start_workers = start_workers
+        self._wanted_theme = theme
+        self._themes: list[str] = []
+        self._fails: dict[str, int] = {}
+        self._tail_run: str | None = None
+        self._resolved_for: tuple | None = None
+        self._args_cols = 2  # args : log = _args_cols : 5 - _args_cols
+        self._top_rows = 13
+        self.relaunching = False
+
+    # ----------------------------------------------------------------- layout
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Grid(id="panes"):
+            yield GpuPane(id="gpu", classes="pane")
+            yield SpecPane(id="spec", classes="pane")
+            yield ArgsPane(id="args", classes="pane")
+            yield LogPane(id="log", classes="pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for th in load_themes():
+            self.register_theme(th)
+            self._themes.append(th.name)
+        want = self._wanted_theme or (self._themes[0] if self._themes else None)
+        if want:
+            if want not in self.available_themes:
+                raise ConsoleError(f"unknown theme {want!r} (known: {', '.join(self._themes)})")
+            self.theme = want
+        titles = {"gpu": "GPU memory [1]", "spec": "Speculative decoding [2]", "args": "ServerArgs [3]", "log": "Log [4]"}
+        for pid, title in titles.items():
+            pane = self.query_one(f"#{pid}")
+            pane.border_title = title
+            pane.ALLOW_MAXIMIZE = True
+        self.bar = self.query_one(StatusBar)
+        self.gpu_pane = self.query_one(GpuPane)
+        self.spec_pane = self.query_one(SpecPane)
+        self.args_pane = self.query_one(ArgsPane)
+        self.log_pane = self.query_one(LogPane)
+        self._apply_sizes()
+        self.refresh_panes({"header", "gpu", "spec", "args", "log"})
+        self.set_interval(1.0, self._tick)
+        if self.start_workers:
+            self.load_facts()
+            self.poll_runs()
+            self.poll_gpu()
+        self.query_one("#log-view").focus()
+
+    @property
+    def main_screen(self) -> Screen:
+        return self.screen_stack[0]
+
+    def _apply_sizes(self) -> None:
+        g = self.main_screen.query_one("#panes", Grid)
+        g.styles.grid_columns = f"{self._args_cols}fr {5 - self._args_cols}fr"
+        g.styles.grid_rows = f"{self._top_rows} 1fr"
+
+    def _tick(self) -> None:
+        self.bar.refresh_from(self.state)
+
+    def refresh_panes(self, changed: Iterable[str]) -> None:
+        changed = set(changed)
+        if "header" in changed:
+            self.bar.refresh_from(self.state)
+        if "gpu" in changed:
+            self.gpu_pane.refresh_from(self.state)
+        if "spec" in changed:
+            self.spec_pane.refresh_from(self.state)
+        if "args" in changed:
+            self.args_pane.refresh_from(self.state)
+        if "log" in changed:
+            self.log_pane.refresh_from(self.state)
+
+    def watch_theme(self, theme: str) -> None:
+        if self.is_mounted:
+            self.call_later(self.refresh_panes, {"header", "gpu", "spec", "args", "log"})
+
+    # ----------------------------------------------------------------- workers
+    def _lost(self, poll: str, exc: BaseException) -> None:
+        self.post_message(M.PollFailed(poll, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ConsoleError) else str(exc)))
+
+    @work(exclusive=True, group="facts", exit_on_error=False)
+    async def load_facts(self) -> None:
+        try:
+            self.post_message(M.Fed(await self.feed.facts()))
+        except Exception as exc:
+            self._lost("facts", exc)
+
+    @work(exclusive=True, group="runs", exit_on_error=False)
+    async def poll_runs(self) -> None:
+        try:
+            self.post_message(M.Fed(await self.feed.runs(), poll="runs"))
+        except Exception as exc:
+            self._lost("runs", exc)
+
+    @work(exclusive=True, group="gpu", exit_on_error=False)
+    async def poll_gpu(self) -> None:
+        try:
+            self.post_message(M.Fed(await self.feed.gpu(), poll="gpu"))
+        except Exception as exc:
+            self._lost("gpu", exc)
+
+    @work(exclusive=True, group="http", exit_on_error=False)
+    async def poll_http(self) -> None:
+        port = self.feed.port_of(self.state.run)
+        try:
+            info = await self.feed.server_info(port)
+            self.post_message(M.Fed(info))
+            self.post_message(M.Fed(await self.feed.metrics(port), poll="http"))
+        except Exception as exc:
+            self._lost("http", exc)
+
+    @work(exclusive=True, group="tail", exit_on_error=False)
+    async def tail_log(self, run: RunInfo, offset: int) -> None:
+        delay = 1.0
+        while True:
+            try:
+                async for batch in self.feed.tail(run, offset):
+                    self.post_message(M.Fed(batch))
+                    offset = batch.lines[-1].offset + len(batch.lines[-1].text.encode()) + 1
+                    delay = 1.0
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._lost("tail", exc)
+                await asyncio.sleep(delay)
+                delay = min(BACKOFF_CAP, delay * 2)
+                offset = self.state.log_offset  # resume where the state stopped: nothing lost or repeated
+
+    @work(exclusive=True, group="resolve", exit_on_error=False)
+    async def resolve_current(self, argv: tuple[str, ...]) -> None:
+        try:
+            res = await self.feed.resolve(list(argv))
+            self.post_message(M.Fed(Resolution(res, argv)))
+        except Exception as exc:
+            self._lost("resolve", exc)
+
+    # ----------------------------------------------------------------- handlers
+    @on(M.Fed)
+    def _fed(self, msg: M.Fed) -> None:
+        prev_run = self.state.run
+        changed = self.state.apply(msg.event)
+        if msg.poll is not None:
+            self._fails.pop(msg.poll, None)
+            if not self.state.connected and msg.poll in ("runs", "gpu"):
+                changed |= self.state.apply(Connection(True, self.clock()))
+        run = self.state.run
+        if run is not None and (prev_run is None or prev_run.run_id != run.run_id or self._tail_run is None):
+            self._follow(run)
+        self.refresh_panes(changed)
+        self._arm(msg.poll)
+
+    def _follow(self, run: RunInfo) -> None:
+        if self.state.log_run_id not in (None, run.run_id) and self._tail_run is not None:
+            return  # the user picked an older run's log
+        if run.log_path and self._tail_run != run.run_id and self.start_workers:
+            self._tail_run = run.run_id
+            self.state.show_log_of(run.run_id)
+            self.tail_log(run, 0)
+            self.poll_http()
+        if run.argv and self._resolved_for != run.argv and self.start_workers:
+            self._resolved_for = run.argv
+            self.resolve_current(run.argv)
+
+    def _arm(self, poll: str | None) -> None:
+        """Arm ``poll``'s next run now that its last one has been handled."""
+        if poll is None or not self.start_workers:
+            return
+        n = self._fails.get(poll, 0)
+        delay = self.poll_s if n == 0 else min(BACKOFF_CAP, self.poll_s * 2 ** n)
+        target = {"runs": self.poll_runs, "gpu": self.poll_gpu, "http": self.poll_http}.get(poll)
+        if target is not None:
+            self.set_timer(delay, target)
+
+    @on(M.PollFailed)
+    def _poll_failed(self, msg: M.PollFailed) -> None:
+        self._fails[msg.poll] = self._fails.get(msg.poll, 0) + 1
+        if msg.poll in ("runs", "gpu") and ("NodeError" in msg.error or "onnection" in msg.error or "lost" in msg.error):
+            self.refresh_panes(self.state.apply(Connection(False, self.clock(), msg.error)))
+        elif msg.poll == "resolve":
+            self.state.resolution = {"error": {"type": "resolver", "message": msg.error}}
+            self.refresh_panes({"args"})
+        self._arm(msg.poll)
+
+    # ----------------------------------------------------------------- actions
+    def check_action(self, action: str, parameters) -> bool | None:
+        if self.read_only and action in NODE_CHANGING:
+            return False
+        return True
+
+    async def action_quit_console(self) -> None:
+        self.exit(0)
+
+    def action_keys(self) -> None:
+        rows = []
+        seen = set()
+        focused = self.focused
+        chain = []
+        node = focused
+        while node is not None and node is not self.screen:
+            chain.append(node)
+            node = node.parent
+        for owner in chain + [self]:
+            where = "everywhere" if owner is self else type(owner).__name__
+            for b in getattr(owner, "BINDINGS", []):
+                b = b if isinstance(b, Binding) else Binding(*b)
+                if self.read_only and b.action in NODE_CHANGING:
+                    continue
+                key = b.key.replace("question_mark", "?").replace("slash", "/").replace("left_square_bracket", "[").replace(
+                    "right_square_bracket", "]").replace("equals_sign", "=").replace("minus", "-")
+                if (key, b.action) in seen:
+                    continue
+                seen.add((key, b.action))
+                rows.append((key, b.description or b.action, where))
+        rows.append(("ctrl+p", "command palette", "everywhere"))
+        self.push_screen(HelpScreen(rows))
+
+    def action_zoom(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        node = self.focused
+        while node is not None and "pane" not in node.classes:
+            node = node.parent
+        pane = node if node is not None else self.log_pane
+        screen.maximize(pane, container=False)
+
+    def action_cycle_theme(self) -> None:
+        names = self._themes or list(self.available_themes)
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme {self.theme}", timeout=2)
+
+    def action_save_svg(self) -> None:
+        path = self.save_screenshot(path=self.screenshot_dir)
+        self.notify(f"saved {path}", timeout=4)
+
+    def action_focus_pane(self, which: str) -> None:
+        target = {"gpu": "#gpu", "spec": "#spec", "args": "#args-table", "log": "#log-view"}[which]
+        w = self.query_one(target)
+        if w.can_focus:
+            w.focus()
+        else:
+            self.query_one(f"#{which}").focus()
+
+    def action_resize(self, step: int) -> None:
+        self._args_cols = max(1, min(4, self._args_cols + step))
+        self._apply_sizes()
+
+    def action_resize_top(self, step: int) -> None:
+        self._top_rows = max(5, min(30, self._top_rows + 2 * step))
+        self._apply_sizes()
+
+    def action_history(self) -> None:
+        self.push_screen(HistoryScreen(self.state.runs, self.state.host,
+                                       self.state.run.run_id if self.state.run else None))
+
+    def action_pick_run(self) -> None:
+        def picked(run_id: str | None) -> None:
+            if not run_id:
+                return
+            run = next((r for r in self.state.runs if r.run_id == run_id), None)
+            if run is None:
+                return
+            self.state.show_log_of(run_id)
+            self._tail_run = run_id
+            self.tail_log(run, 0)
+            self.refresh_panes({"log", "header"})
+
+        self.push_screen(RunPicker(self.state.runs, self.state.run.run_id if self.state.run else None), picked)
+
+    def action_view_source(self, row) -> None:
+        if not row.writer_file or not row.writer_line:
+            self.notify(f"{row.flag}: no SGLang code wrote this value ({row.source})", timeout=3)
+            return
+        screen = SourceScreen(f"{row.flag} = {row.value!r}  ({row.source})  written by {row.changed_by or row.writer_file}")
+        self.push_screen(screen)
+        self._read_source(screen, row.writer_file, row.writer_line)
+
+    @work(group="source", exit_on_error=False)
+    async def _read_source(self, screen: SourceScreen, file: str, line: int) -> None:
+        try:
+            text = await self.feed.read_source(file, line)
+            screen.show(text, None, line)
+        except Exception as exc:
+            screen.show(None, str(exc), line)
+
+    def _stale_refusal(self) -> str | None:
+        if not self.state.connected:
+            return "the node is unreachable: refusing to act on stale data"
+        if self.relaunching:
+            return "a relaunch is already running"
+        return None
+
+    def action_edit(self) -> None:
+        if (why := self._stale_refusal()) is not None:
+            self.notify(why, severity="error")
+            return
+        from mambaconsole.ui.editor import EditorScreen
+
+        run = self.state.run
+        self.push_screen(EditorScreen(self.feed, list(run.argv) if run else []), self._edited)
+
+    def _edited(self, argv: list[str] | None) -> None:
+        if argv:
+            self.relaunch_loop(argv)
+
+    def action_relaunch(self) -> None:
+        if (why := self._stale_refusal()) is not None:
+            self.notify(why, severity="error")
+            return
+        run = self.state.run
+        if run is None or not run.argv:
+            self.notify("no run to relaunch", severity="warning")
+            return
+        self.push_screen(ConfirmScreen("Relaunch the server unchanged?",
+                                       f"Stops run {run.run_id} and starts a new run with the same argv.", "Relaunch"),
+                         lambda ok: self.relaunch_loop(list(run.argv)) if ok else None)
+
+    def action_stop(self) -> None:
+        if (why := self._stale_refusal()) is not None:
+            self.notify(why, severity="error")
+            return
+        run = self.state.run
+        if run is None:
+            self.notify("no run to stop", severity="warning")
+            return
+        self.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "SIGINT, then SIGTERM, then SIGKILL.", "Stop"),
+                         lambda ok: self.stop_run(run) if ok else None)
+
+    @work(exclusive=True, group="relaunch", exit_on_error=False)
+    async def relaunch_loop(self, argv: list[str]) -> None:
+        from mambaconsole.ui import relaunch
+
+        self.relaunching = True
+        try:
+            run_id = await relaunch.relaunch(self.feed, self.state.run, argv,
+                                             lambda name, text: self.post_message(M.Fed(Phase(name, text))))
+            self.post_message(M.RelaunchDone(run_id))
+        except Exception as exc:
+            self.post_message(M.RelaunchDone(None, str(exc) if isinstance(exc, ConsoleError) else f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.relaunching = False
+
+    @work(exclusive=True, group="relaunch", exit_on_error=False)
+    async def stop_run(self, run: RunInfo) -> None:
+        from mambaconsole.ui import relaunch
+
+        try:
+            await relaunch.stop(self.feed, run, lambda name, text: self.post_message(M.Fed(Phase(name, text))))
+            self.post_message(M.Fed(Phase("done", "")))
+        except Exception as exc:
+            self.post_message(M.RelaunchDone(None, str(exc)))
+
+    @on(M.RelaunchDone)
+    def _relaunched(self, msg: M.RelaunchDone) -> None:
+        if msg.error:
+            self.state.apply(Phase("failed", ""))
+            self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10)
+        else:
+            self.state.apply(Phase("done", ""))
+            self.notify(f"started run {msg.run_id}", timeout=4)
+        self.refresh_panes({"header"})
+        self.poll_runs()
+
+    # ----------------------------------------------------------------- palette
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for b in self.BINDINGS:
+            if self.read_only and b.action in NODE_CHANGING:
+                continue
+            if b.action in ("quit_console",):
+                continue
+            yield SystemCommand(b.description, f"key {b.key}", lambda a=b.action: self.run_action(a))
+        yield SystemCommand("Pick the run whose log is shown", "key r", self.action_pick_run)
+        yield SystemCommand("Log: jump to the first error", "key E", lambda: self.log_pane.action_first_error())
+        yield SystemCommand("Log: follow the end", "key End", lambda: self.log_pane.action_follow())
+        yield SystemCommand("Log: search", "key /", lambda: self.log_pane.action_search())
+        yield SystemCommand("Log: filter", "key f", lambda: self.log_pane.action_filter())
+        yield SystemCommand("ServerArgs: cycle filter all / non-default / changed", "key a",
+                            lambda: self.args_pane.action_cycle_filter())
+        yield SystemCommand("ServerArgs: search", "key / in the pane", lambda: self.args_pane.action_search())
+        yield SystemCommand("ServerArgs: SGLang source of the selected row", "key v",
+                            lambda: self.args_pane.action_view_source())
+
+    async def on_unmount(self) -> None:
+        if self.on_quit_hook is not None:
+            await self.on_quit_hook()
+
+
+def run(args) -> int:
+    """``mambaconsole HOST`` / ``--demo``: build the feed and run the app. Returns the exit status."""
+    from mambaconsole.ui import settings as cfg
+
+    if getattr(args, "demo", False):
+        from mambaconsole.ui import demo
+
+        return demo.run(args)
+    host = args.host
+    if not host:
+        raise ConsoleError("give a HOST (ssh alias, user@host[:port] or 'local'), or --demo", exit_code=2)
+    overrides = {k: getattr(args, k, None) for k in ("python", "session", "port", "workdir", "theme")}
+    s = cfg.load(host, overrides)
+    from mambaconsole.node import node_for
+
+    node = node_for(host)  # SSH connects on first use, inside the app's event loop
+    feed = Feed(node, s, home=os.environ.get("MAMBACONSOLE_HOME", "") if host == "local" else "")
+    app = ConsoleApp(feed, read_only=bool(getattr(args, "read_only", False)), poll_s=s.poll_s, theme=s.theme,
+                     on_quit=feed.close)
+    return int(app.run() or 0)

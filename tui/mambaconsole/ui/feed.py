@@ -1,0 +1,292 @@
+"""The console's one seam to the node: everything the workers ask of the node goes through a
+:class:`Feed`, which turns the node layer's answers into :mod:`mambaconsole.state` events.
+
+It uses the node layer (:mod:`mambaconsole.node`: run commands, stream lines, forward ports;
+the run store under ``$MAMBACONSOLE_HOME/runs/``) and SGLang knowledge
+(:mod:`mambaconsole.sglang`) where those exist, and HTTP through httpx on the forwarded port.
+Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+
+from mambaconsole.errors import ConsoleError
+from mambaconsole.node.base import Node, NodeError
+from mambaconsole.state import (
+    GpuProcess, GpuReading, GpuSnapshot, LogLine, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
+    RunsListed, ServerInfo,
+)
+from mambaconsole.ui.settings import HostSettings
+
+#: lines per LogLines batch at most (the pane redraws once per batch)
+BATCH = 500
+
+# Reads the run store on the node (stdlib only; argv[1] = MAMBACONSOLE_HOME or "").
+_RUNS_SCRIPT = r"""
+import json, os, sys
+home = sys.argv[1] or os.environ.get("MAMBACONSOLE_HOME") or "~/.mambaconsole"
+root = os.path.join(os.path.expanduser(home), "runs")
+out = []
+for rid in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+    d = os.path.join(root, rid)
+    def rd(n):
+        try:
+            with open(os.path.join(d, n)) as f:
+                return json.load(f)
+        except Exception:
+            return None
+    st = rd("status.json") or {}
+    pid = st.get("pid")
+    alive = None
+    if pid:
+        try:
+            os.kill(int(pid), 0); alive = True
+        except ProcessLookupError:
+            alive = False
+        except Exception:
+            alive = True
+    log = os.path.join(d, "log")
+    try:
+        mt = os.stat(log).st_mtime
+    except OSError:
+        mt = None
+    out.append({"run_id": rid, "argv": rd("argv.json"), "status": st, "alive": alive,
+                "log": log, "log_mtime": mt})
+print(json.dumps(out))
+"""
+
+
+def run_from_record(rec: dict) -> RunInfo:
+    """A RunInfo from one record of the run store (status.json keys: pid, started, ended,
+    exit_code, outcome, state, pids, time_to_ready, peak_mem_mib, mean_accept_len, adopted)."""
+    st = rec.get("status") or {}
+    argv = rec.get("argv") or []
+    if isinstance(argv, dict):
+        argv = argv.get("argv") or []
+    exit_code = st.get("exit_code")
+    state = st.get("state") or "running"
+    if exit_code is not None or st.get("ended"):
+        state = "exited"
+    elif rec.get("alive") is False:
+        state = "dead"  # pid gone without a status: marked, never shown as running
+    elif st.get("adopted"):
+        state = "adopted"
+    elif not st.get("pid") and rec.get("log_mtime") is None:
+        state = "never_started"
+    def num(k):
+        v = st.get(k)
+        return float(v) if isinstance(v, (int, float)) else None
+    return RunInfo(
+        run_id=str(rec["run_id"]), argv=tuple(str(a) for a in argv), started=num("started"),
+        ended=num("ended"), exit_code=exit_code, state=state, outcome=st.get("outcome"),
+        pid=st.get("pid"), pids=tuple(st.get("pids") or ()), log_path=rec.get("log") or "",
+        log_mtime=rec.get("log_mtime"), time_to_ready=num("time_to_ready"),
+        peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"),
+        adopted=bool(st.get("adopted")),
+    )
+
+
+def flag_value(argv, flag: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+class Feed:
+    """Talks to one node for the console. ``home`` is the node's MAMBACONSOLE_HOME ("" = the
+    node's default)."""
+
+    def __init__(self, node: Node, settings: HostSettings, *, home: str = "",
+                 simulated: bool = False, clock: Callable[[], float] = time.time) -> None:
+        self.node = node
+        self.settings = settings
+        self.home = home
+        self.simulated = simulated
+        self.clock = clock
+        self._http: httpx.AsyncClient | None = None
+        self._local_port: dict[int, int] = {}
+
+    @property
+    def host(self) -> str:
+        return self.node.name
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+        await self.node.close()
+
+    # ----------------------------------------------------------------- facts
+    async def facts(self) -> NodeFacts:
+        r = await self.node.run([self.settings.python, "-c",
+                                 "import importlib.metadata as m\ntry: print(m.version('sglang'))\nexcept Exception: print('')"],
+                                timeout=30)
+        ver = r.out.strip() or None
+        return NodeFacts(host=self.host, sglang_version=ver, simulated=self.simulated, python=self.settings.python)
+
+    # ----------------------------------------------------------------- runs
+    async def runs(self) -> RunsListed:
+        r = await self.node.run([self.settings.python, "-c", _RUNS_SCRIPT, self.home], timeout=30)
+        if not r.ok:
+            raise NodeError(f"{self.host}: reading the run store failed: {r.err.strip().splitlines()[-1:] or r.exit_status}")
+        runs = tuple(run_from_record(x) for x in json.loads(r.out or "[]"))
+        runs = tuple(sorted(runs, key=lambda x: (x.started or 0, x.run_id)))
+        return RunsListed(runs=runs, current=runs[-1].run_id if runs else None)
+
+    # ----------------------------------------------------------------- log
+    async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines]:
+        """Follow ``run``'s log from byte ``offset``; yields batches of consecutive lines (all
+        the lines that arrived since the last batch, at most :data:`BATCH`) with byte offsets."""
+        stream = self.node.stream_lines(["tail", "-c", f"+{offset + 1}", "-F", run.log_path])
+        q: asyncio.Queue = asyncio.Queue(maxsize=4 * BATCH)
+
+        async def pump() -> None:
+            try:
+                async for raw in stream:
+                    await q.put(raw)
+            finally:
+                await q.put(None)
+
+        task = asyncio.create_task(pump())
+        pos = offset
+        try:
+            while True:
+                raw = await q.get()
+                if raw is None:
+                    break
+                items = [raw]
+                while len(items) < BATCH and not q.empty():
+                    nxt = q.get_nowait()
+                    if nxt is None:
+                        q.put_nowait(None)
+                        break
+                    items.append(nxt)
+                batch = []
+                for b in items:
+                    batch.append(LogLine(run.run_id, pos, b.decode("utf-8", "replace")))
+                    pos += len(b) + 1
+                yield LogLines(run.run_id, tuple(batch))
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            await stream.aclose()
+
+    # ----------------------------------------------------------------- gpu
+    async def gpu(self) -> GpuSnapshot:
+        q = ["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,utilization.gpu",
+             "--format=csv,noheader,nounits"]
+        try:
+            r = await self.node.run(q, timeout=20)
+        except FileNotFoundError:
+            return GpuSnapshot((), available=False, reason="nvidia-smi not found", t=self.clock())
+        if not r.ok:
+            return GpuSnapshot((), available=False, reason=(r.err.strip() or "nvidia-smi failed")[:120], t=self.clock())
+        now = self.clock()
+        gpus = []
+        for line in r.out.splitlines():
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) < 5:
+                continue
+            util = None if not parts[4].replace(".", "").isdigit() else float(parts[4])
+            gpus.append(GpuReading(int(parts[0]), parts[1], float(parts[2]), float(parts[3]), util, t=now))
+        procs = []
+        r2 = await self.node.run(["nvidia-smi", "--query-compute-apps=pid,used_memory,gpu_uuid,process_name",
+                                  "--format=csv,noheader,nounits"], timeout=20)
+        if r2.ok:
+            for line in r2.out.splitlines():
+                parts = [p.strip() for p in line.split(",")]
+                if len(parts) >= 4 and parts[0].isdigit():
+                    procs.append(GpuProcess(0, int(parts[0]), float(parts[1] or 0), parts[3],
+                                            resolved=parts[3] not in ("", "[Not Found]")))
+        return GpuSnapshot(tuple(gpus), tuple(procs), t=now)
+
+    # ----------------------------------------------------------------- http
+    def port_of(self, run: RunInfo | None) -> int:
+        if run is not None:
+            v = flag_value(run.argv, "--port")
+            if v and v.isdigit():
+                return int(v)
+        return self.settings.port
+
+    async def _get(self, port: int, path: str) -> httpx.Response:
+        if port not in self._local_port:
+            self._local_port[port] = await self.node.forward_port(port)
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=5.0)
+        return await self._http.get(f"http://127.0.0.1:{self._local_port[port]}{path}")
+
+    async def server_info(self, port: int) -> ServerInfo:
+        try:
+            r = await self._get(port, "/server_info")
+            if r.status_code == 404:
+                r = await self._get(port, "/get_server_info")
+            r.raise_for_status()
+            return ServerInfo(r.json(), t=self.clock())
+        except (httpx.HTTPError, ValueError) as exc:
+            return ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
+
+    async def metrics(self, port: int) -> MetricsSnapshot:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        try:
+            r = await self._get(port, "/metrics")
+            if r.status_code == 404:
+                return MetricsSnapshot({}, error="metrics disabled (404)", t=self.clock())
+            r.raise_for_status()
+            values: dict[str, float] = {}
+            for fam in text_string_to_metric_families(r.text):
+                for s in fam.samples:
+                    if s.name not in values and not (isinstance(s.value, float) and math.isnan(s.value)):
+                        values[s.name] = s.value
+            return MetricsSnapshot(values, t=self.clock())
+        except (httpx.HTTPError, ValueError) as exc:
+            return MetricsSnapshot({}, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
+
+    # ----------------------------------------------------------------- resolver
+    async def resolve(self, argv: list[str]) -> dict:
+        """The resolver's JSON (issue 4) for ``argv`` on the node."""
+        try:
+            from mambaconsole import resolver  # type: ignore[attr-defined]
+        except ImportError:
+            raise ConsoleError("the ServerArgs resolver is not available in this build") from None
+        return await resolver.resolve(self.node, list(argv), python=self.settings.python)  # pragma: no cover
+
+    async def params(self) -> list[dict]:
+        try:
+            from mambaconsole import resolver  # type: ignore[attr-defined]
+        except ImportError:
+            raise ConsoleError("the parser metadata (resolver) is not available in this build") from None
+        return await resolver.params(self.node, python=self.settings.python)  # pragma: no cover
+
+    async def read_source(self, file: str, line: int, context: int = 12) -> str:
+        """Lines ``line-context .. line+context`` of SGLang's ``file`` (relative to the node
+        python's site-packages), numbered, the writer line marked with ``>``."""
+        script = (
+            "import sys, os, sysconfig\n"
+            "rel, ln, ctx = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+            "paths = [rel] if os.path.isabs(rel) else [os.path.join(p, rel) for p in sys.path if p]\n"
+            "for p in paths:\n"
+            "    if os.path.isfile(p):\n"
+            "        lines = open(p, encoding='utf-8', errors='replace').read().splitlines()\n"
+            "        lo, hi = max(1, ln - ctx), min(len(lines), ln + ctx)\n"
+            "        for i in range(lo, hi + 1):\n"
+            "            print(('>' if i == ln else ' ') + '%5d  ' % i + lines[i - 1])\n"
+            "        sys.exit(0)\n"
+            "sys.exit('not found on the node: ' + rel)\n"
+        )
+        r = await self.node.run([self.settings.python, "-c", script, file, str(int(line)), str(int(context))], timeout=30)
+        if not r.ok:
+            raise ConsoleError(r.err.strip().splitlines()[-1] if r.err.strip() else f"reading {file} failed")
+        return r.out

@@ -1,0 +1,74 @@
+"""The status bar at the top: host, SGLang version, run, state, uptime, data age, SIMULATED."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from mambaconsole.state import ConsoleState, fmt_duration
+
+_STATE_STYLE = {
+    "ready": "bold $success",
+    "starting": "bold $warning",
+    "adopted": "bold $accent",
+    "dead": "bold $error",
+    "oom": "bold $error",
+    "arg error": "bold $error",
+    "never started": "bold $error",
+    "connection lost": "bold reverse $error",
+    "no run": "dim",
+}
+
+
+def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
+    """The two header lines as Rich text. ``styles`` maps state words to Rich styles."""
+    s = state
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(" mambaconsole ", "bold reverse")
+    t.append(f" {s.host or '?'} ", "bold")
+    t.append(f" SGLang {s.sglang_version or '?'} ")
+    if s.run is not None:
+        t.append(f" run {s.run.run_id} ")
+    word = s.status
+    label = word.upper()
+    if word == "connection lost":
+        label = f"CONNECTION LOST {fmt_duration(s.lost_for())} ago"
+    elif word == "dead" and s.run is not None and s.run.exit_code is not None:
+        label = f"DEAD exit {s.run.exit_code}"
+    elif word in ("oom", "arg error") and s.run is not None and s.run.exit_code is not None:
+        label = f"{label} exit {s.run.exit_code}"
+    t.append(f" ● {label} ", styles.get(word, ""))
+    up = s.uptime()
+    if up is not None:
+        t.append(f" up {fmt_duration(up)} ")
+    if s.last_data is not None:
+        t.append(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim")
+    if s.simulated:
+        t.append(" SIMULATED ", styles.get("simulated", "reverse"))
+    t.append("\n")
+    if s.phase is not None:
+        t.append(f" relaunch: {s.phase.text}", styles.get("starting", "bold"))
+    elif s.failure:
+        t.append(f" {s.failure}", styles.get("dead", "bold"))
+    elif s.run is not None and s.run.argv:
+        t.append(" " + " ".join(s.run.argv), "dim")
+    return t
+
+
+class StatusBar(Static):
+    """Always-visible two-line header. ``refresh_from(state)`` redraws it."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 2; background: $panel; color: $foreground; }
+    """
+
+    def refresh_from(self, state: ConsoleState) -> None:
+        v = self.app.theme_variables
+        styles = {}
+        for word, spec in _STATE_STYLE.items():
+            parts = []
+            for p in spec.split():
+                parts.append(v.get(p[1:], "red") if p.startswith("$") else p)
+            styles[word] = " ".join(parts)
+        styles["simulated"] = f"bold reverse {v.get('warning', 'yellow')}"
+        self.update(status_text(state, styles))

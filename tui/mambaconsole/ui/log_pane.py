@@ -1,0 +1,284 @@
+"""Log pane: the tail of a run's log. Follows by default, pauses when scrolled up (and counts
+the new lines), ``/`` search with ``n``/``N``, ``f`` filter (regex, ``!`` prefix inverts),
+severity colours, ``E`` jumps to the first error, ``r`` picks another run's log. Always says
+whose log it shows, and warns when that is not the current run's or is older than the run.
+Memory is bounded by :data:`mambaconsole.state.LOG_KEEP` lines."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Input, RichLog, Static
+
+from mambaconsole.state import LOG_KEEP, ConsoleState, ShownLine
+
+_ENVELOPE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?[^\]]*\]")
+
+
+def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
+    """``(pattern, invert, error)`` for a filter string; ``!`` prefix inverts; a bad regex is
+    matched literally (error says so)."""
+    invert = text.startswith("!")
+    body = text[1:] if invert else text
+    if not body:
+        return None, False, None
+    try:
+        return re.compile(body, re.IGNORECASE), invert, None
+    except re.error as exc:
+        return re.compile(re.escape(body), re.IGNORECASE), invert, f"not a regex ({exc}); matching literally"
+
+
+class LogPane(Vertical):
+    BINDINGS = [
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match", "Next", show=False),
+        Binding("N", "prev_match", "Prev", show=False),
+        Binding("f", "filter", "Filter"),
+        Binding("E", "first_error", "1st error"),
+        Binding("end,G", "follow", "Follow", show=False),
+        Binding("r", "pick_run", "Runs"),
+    ]
+
+    DEFAULT_CSS = """
+    LogPane #log-title { height: 1; }
+    LogPane RichLog { height: 1fr; background: $surface; scrollbar-size-vertical: 1; }
+    LogPane Input { display: none; height: 1; border: none; }
+    LogPane Input.shown { display: block; }
+    LogPane #log-status { height: 1; color: $text-muted; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.search_text = ""
+        self.filter_text = ""
+        self._filter: re.Pattern | None = None
+        self._invert = False
+        self._shown: list[ShownLine] = []
+        self._last_offset = -1
+        self._run_id: str | None = None
+        self._generation = -1
+        self._new = 0
+        self._match_at: int | None = None
+        self._state: ConsoleState | None = None
+        self._note = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-title")
+        yield Input(placeholder="search (Enter: next, Esc: close)", id="log-search")
+        yield Input(placeholder="filter: regex, !regex keeps the others (Esc: clear)", id="log-filter")
+        yield RichLog(id="log-view", max_lines=LOG_KEEP, wrap=False, markup=False, auto_scroll=False)
+        yield Static("", id="log-status")
+
+    @property
+    def view(self) -> RichLog:
+        return self.query_one("#log-view", RichLog)
+
+    @property
+    def following(self) -> bool:
+        v = self.view
+        return v.scroll_y >= v.max_scroll_y - 1
+
+    def _colors(self) -> dict[str, str]:
+        c = self.app.theme_variables
+        return {"error": c.get("error", "red"), "warning": c.get("warning", "yellow"),
+                "ready": c.get("success", "green"), "info": ""}
+
+    def _line_text(self, line: ShownLine, colors: dict[str, str]) -> Text:
+        t = Text(line.text.replace("\t", "    "), no_wrap=True)
+        m = _ENVELOPE.match(line.text)
+        if m:
+            t.stylize("dim", 0, m.end())
+        sev = colors.get(line.severity, "")
+        if sev:
+            t.stylize(f"bold {sev}" if line.severity != "warning" else sev, m.end() if m else 0)
+        if self.search_text:
+            t.highlight_words([self.search_text], "reverse", case_sensitive=False)
+        return t
+
+    def _keep(self, line: ShownLine) -> bool:
+        if self._filter is None:
+            return True
+        return bool(self._filter.search(line.text)) != self._invert
+
+    def refresh_from(self, state: ConsoleState) -> None:
+        self._state = state
+        if state.log_generation != self._generation or state.log_run_id != self._run_id:
+            self._rebuild(state)
+        else:
+            follow = self.following
+            colors = self._colors()
+            added = 0
+            for line in state.log:
+                if line.offset <= self._last_offset:
+                    continue
+                self._last_offset = line.offset
+                if not self._keep(line):
+                    continue
+                self._shown.append(line)
+                self.view.write(self._line_text(line, colors), scroll_end=False)
+                added += 1
+            if len(self._shown) > LOG_KEEP:
+                del self._shown[: len(self._shown) - LOG_KEEP]
+            if added:
+                if follow:
+                    self.view.scroll_end(animate=False, immediate=False)
+                    self._new = 0
+                else:
+                    self._new += added
+        self._update_title(state)
+
+    def _rebuild(self, state: ConsoleState) -> None:
+        colors = self._colors()
+        self._run_id = state.log_run_id
+        self._generation = state.log_generation
+        self.view.clear()
+        self._shown = [ln for ln in state.log if self._keep(ln)]
+        self._last_offset = state.log[-1].offset if state.log else -1
+        for ln in self._shown:
+            self.view.write(self._line_text(ln, colors), scroll_end=False)
+        self.view.scroll_end(animate=False, immediate=False)
+        self._new = 0
+
+    def _update_title(self, state: ConsoleState) -> None:
+        c = self.app.theme_variables
+        t = Text(no_wrap=True, overflow="ellipsis")
+        rid = state.log_run_id or (state.run.run_id if state.run else None)
+        t.append(f"log of run {rid}" if rid else "no log yet", "bold")
+        if state.log_is_stale():
+            if state.run and state.log_run_id and state.log_run_id != state.run.run_id:
+                t.append(f"  ⚠ NOT the current run ({state.run.run_id})", f"bold reverse {c.get('warning', 'yellow')}")
+            else:
+                t.append("  ⚠ log file older than the run", f"bold reverse {c.get('warning', 'yellow')}")
+        if state.run and state.run.state == "never_started":
+            t.append("  ⚠ the run never started", f"bold reverse {c.get('error', 'red')}")
+        self.query_one("#log-title", Static).update(t)
+        s = Text(no_wrap=True, overflow="ellipsis")
+        if self._new:
+            s.append(f" ▼ {self._new} new lines (End: follow) ", f"bold reverse {c.get('accent', 'magenta')}")
+        else:
+            s.append(" following " if self.following else " paused ", "dim")
+        s.append(f" {state.log_total} lines")
+        if state.log_dropped:
+            s.append(f" (last {len(state.log)} kept)", "dim")
+        if self._filter is not None:
+            s.append(f"  filter {'!' if self._invert else ''}{self._filter.pattern!s}: {len(self._shown)} shown")
+        if self.search_text:
+            s.append(f"  search '{self.search_text}'")
+        if self._note:
+            s.append(f"  {self._note}", c.get("warning", "yellow"))
+        self.query_one("#log-status", Static).update(s)
+
+    # ----------------------------------------------------------------- actions
+    def action_follow(self) -> None:
+        self.view.scroll_end(animate=False)
+        self._new = 0
+        if self._state:
+            self._update_title(self._state)
+
+    def on_scroll_changed(self) -> None:  # pragma: no cover - visual
+        pass
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.add_class("shown")
+        box.value = self.search_text
+        box.focus()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        box.add_class("shown")
+        box.value = self.filter_text
+        box.focus()
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+        self._filter, self._invert, err = compile_filter(text)
+        self._note = err or ""
+        if self._state:
+            self._rebuild(self._state)
+            self._update_title(self._state)
+
+    def set_search(self, text: str) -> None:
+        self.search_text = text
+        self._match_at = None
+        if self._state:
+            self._rebuild(self._state)
+            self.action_next_match()
+
+    def on_input_submitted(self, ev: Input.Submitted) -> None:
+        if ev.input.id == "log-search":
+            if ev.value != self.search_text:
+                self.set_search(ev.value)
+            else:
+                self.action_next_match()
+            self.view.focus()
+        elif ev.input.id == "log-filter":
+            self.set_filter(ev.value)
+            ev.input.remove_class("shown") if not ev.value else None
+            self.view.focus()
+
+    def on_key(self, ev) -> None:
+        if ev.key != "escape":
+            return
+        for box in self.query(Input):
+            if box.has_focus:
+                if box.id == "log-filter":
+                    box.value = ""
+                    self.set_filter("")
+                box.remove_class("shown")
+                self.view.focus()
+                ev.stop()
+
+    def _matches(self) -> list[int]:
+        q = self.search_text.lower()
+        return [i for i, ln in enumerate(self._shown) if q and q in ln.text.lower()]
+
+    def _jump(self, idx: int) -> None:
+        self._match_at = idx
+        self.view.scroll_to(y=max(0, idx - 2), animate=False)
+        if self._state:
+            self._update_title(self._state)
+
+    def action_next_match(self) -> None:
+        m = self._matches()
+        if not m:
+            self._note = f"'{self.search_text}' not found" if self.search_text else ""
+            if self._state:
+                self._update_title(self._state)
+            return
+        self._note = ""
+        cur = self._match_at if self._match_at is not None else int(self.view.scroll_y) + 1
+        nxt = next((i for i in m if i > cur), m[0])
+        self._note = f"match {m.index(nxt) + 1}/{len(m)}"
+        self._jump(nxt)
+
+    def action_prev_match(self) -> None:
+        m = self._matches()
+        if not m:
+            return
+        cur = self._match_at if self._match_at is not None else int(self.view.scroll_y) + 1
+        prv = next((i for i in reversed(m) if i < cur), m[-1])
+        self._note = f"match {m.index(prv) + 1}/{len(m)}"
+        self._jump(prv)
+
+    def action_first_error(self) -> None:
+        st = self._state
+        if st is None or st.first_error_offset is None:
+            self._note = "no error in the kept lines"
+        else:
+            idx = next((i for i, ln in enumerate(self._shown) if ln.offset >= st.first_error_offset), None)
+            if idx is None:
+                self._note = "the first error is hidden by the filter"
+            else:
+                self._note = "first error"
+                self._jump(idx)
+                return
+        if st:
+            self._update_title(st)
+
+    def action_pick_run(self) -> None:
+        self.app.action_pick_run()  # type: ignore[attr-defined]

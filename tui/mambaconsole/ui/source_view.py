@@ -1,0 +1,44 @@
+"""``v`` on a ServerArgs row: the SGLang source lines around the writer, read from the node."""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class SourceScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,v", "close", "Close")]
+    DEFAULT_CSS = """
+    SourceScreen { align: center middle; }
+    SourceScreen > VerticalScroll { width: 90%; height: 80%; border: thick $accent; background: $surface; }
+    SourceScreen #src-title { height: auto; padding: 0 1; }
+    """
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(self.title_text, style="bold"), id="src-title")
+            yield Static("reading from the node…", id="src-body")
+
+    def show(self, text: str | None, error: str | None, line: int) -> None:
+        body = self.query_one("#src-body", Static)
+        if error:
+            body.update(Text(error, style="bold red"))
+            return
+        body.update(Text(text or "", no_wrap=True))
+        # lines are "> NNNNN  code" / "  NNNNN  code"; mark the writer line
+        rich_text = Text()
+        for ln in (text or "").splitlines():
+            rich_text.append(ln + "\n", style="bold reverse" if ln.startswith(">") else "")
+        body.update(rich_text)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,91 @@
+"""Speculative decoding pane: accept length and accept rate over time (sparklines), current
+and mean, throughput, the collapse alarm, and "speculation off" when the run has none.
+
+Accept rate is shown as SGLang printed it; its meaning changed in 0.5.11 (drafts only, bonus
+token excluded; 0.5.9-0.5.10 include the bonus token): the pane says which."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from mambaconsole.state import ConsoleState
+
+
+def rate_meaning(version: str | None) -> str:
+    """How the version's log defines accept rate (sglang-observables §2.4)."""
+    try:
+        parts = tuple(int(x) for x in (version or "").split(".")[:3])
+    except ValueError:
+        return ""
+    if parts >= (0, 5, 11):
+        return "drafts only"
+    if parts >= (0, 5, 9):
+        return "incl. bonus token"
+    return ""
+
+
+class SpecPane(Vertical):
+    DEFAULT_CSS = """
+    SpecPane #spec-stats { height: auto; }
+    SpecPane Sparkline { height: 2; margin: 0 1; }
+    SpecPane .spark-label { height: 1; color: $text-muted; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="spec-stats")
+        yield Static("accept length", classes="spark-label", id="len-label")
+        yield Sparkline([], id="spark-len")
+        yield Static("gen throughput (token/s)", classes="spark-label", id="thr-label")
+        yield Sparkline([], id="spark-thr")
+
+    def refresh_from(self, state: ConsoleState) -> None:
+        c = self.app.theme_variables
+        stats = Text()
+        pts = list(state.spec)
+        spark_len = self.query_one("#spark-len", Sparkline)
+        spark_thr = self.query_one("#spark-thr", Sparkline)
+        show = bool(pts)
+        for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
+            w.display = show
+        if state.spec_enabled is False:
+            stats.append("speculation off", f"bold {c.get('text-muted', 'grey50')}")
+            stats.append("\nthe run has no --speculative-algorithm", "dim")
+        elif not pts:
+            stats.append("no decode batch yet" if state.run else "no run", "dim")
+            if state.spec_enabled:
+                stats.append("\nspeculative decoding on; waiting for the first decode line", "dim")
+        else:
+            last = pts[-1]
+            mean = state.mean_accept()
+            stats.append("accept len ", "bold")
+            stats.append(f"{last.accept_len:.2f}", f"bold {c.get('primary', 'blue')}")
+            stats.append(f"  mean {mean:.2f}" if mean is not None else "")
+            stats.append(f"  over {state.spec_n} batches\n")
+            if last.accept_rate is not None:
+                meaning = rate_meaning(state.sglang_version)
+                stats.append("accept rate ", "bold")
+                stats.append(f"{last.accept_rate:.2f}")
+                if meaning:
+                    stats.append(f" ({meaning})", "dim")
+                stats.append("\n")
+            if last.throughput is not None:
+                stats.append("throughput ", "bold")
+                stats.append(f"{last.throughput:.1f} token/s")
+            if state.collapsed:
+                stats.append("\n ⚠ COLLAPSE: accept length ≈ 1.00, drafts all rejected ",
+                             f"bold reverse {c.get('error', 'red')}")
+            spark_len.data = [p.accept_len for p in pts[-200:]]
+            thr = [p.throughput for p in pts[-200:] if p.throughput is not None]
+            spark_thr.data = thr
+        m = state.metrics
+        extra = []
+        for key, label in (("sglang:num_running_reqs", "running"), ("sglang:num_queue_reqs", "queued"),
+                           ("sglang:token_usage", "token usage")):
+            if key in m:
+                extra.append(f"{label} {m[key]:g}")
+        if extra:
+            stats.append("\n" + "  ".join(extra), "dim")
+        self.query_one("#spec-stats", Static).update(stats)
