@@ -232,42 +232,11 @@ class ShownLine:
     severity: str
 
 
-def _parser() -> Callable[[str], Any] | None:
-    """SGLang log-line parser from :mod:`mambaconsole.sglang`, when it has landed."""
-    try:
-        from mambaconsole import sglang as sg  # noqa: F401
-    except Exception:  # pragma: no cover - package always present
-        return None
-    for name in ("parse_line", "parse_log_line"):
-        fn = getattr(sg, name, None)
-        if callable(fn):
-            return fn
-    try:
-        from mambaconsole.sglang import logs  # type: ignore
+def _log_parser() -> Any:
+    """A stateful SGLang log parser (:class:`mambaconsole.sglang.events.LogParser`)."""
+    from mambaconsole.sglang.events import LogParser
 
-        for name in ("parse_line", "parse_log_line"):
-            fn = getattr(logs, name, None)
-            if callable(fn):
-                return fn
-    except Exception:
-        pass
-    return None
-
-
-def _event_kind(ev: Any) -> str:
-    """Normalised kind of an sglang event: its ``kind`` attribute or its class name."""
-    kind = getattr(ev, "kind", None)
-    if isinstance(kind, str):
-        return kind.lower()
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(ev).__name__).lower()
-
-
-def _num(ev: Any, *names: str) -> float | None:
-    for n in names:
-        v = getattr(ev, n, None)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    return None
+    return LogParser()
 
 
 class ConsoleState:
@@ -318,7 +287,9 @@ class ConsoleState:
         self.spec_n = 0
         self.collapsed = False
         self._low_run = 0
-        self._parse = _parser()
+        self._parser = _log_parser()
+        self._budget_rank: str | None = None
+        self.dumped_args: dict | None = None
 
     # --------------------------------------------------------------- derived
     @property
@@ -438,6 +409,9 @@ class ConsoleState:
         self.collapsed = False
         self._low_run = 0
         self.budget_gb = {}
+        self._budget_rank = None
+        self._parser = _log_parser()
+        self.dumped_args = None
         self.server_info = None
         self.metrics = {}
 
@@ -474,88 +448,81 @@ class ConsoleState:
         return changed
 
     def _understand(self, text: str) -> set[str]:
-        """Feed one line of the current run's log to SGLang knowledge."""
-        if sev := severity(text):
-            if sev == "ready":
-                self.ready_seen = True
-                self.ready_at = self.clock()
-            elif "out of memory" in text or "Not enough memory" in text:
-                self.oom_seen = True
-        if self._parse is None:
-            return set()
-        try:
-            ev = self._parse(text)
-        except Exception:
-            return set()
-        if ev is None:
-            return set()
-        events = ev if isinstance(ev, (list, tuple)) else [ev]
+        """Feed one line of the current run's log to SGLang knowledge (joined records such as
+        tracebacks complete when the next record starts, or at :meth:`flush_log`)."""
         changed: set[str] = set()
+        try:
+            events = self._parser.feed(text)
+        except Exception:  # the parser promises not to raise; never let a line break the UI
+            return changed
         for e in events:
             changed |= self._on_sglang(e)
         return changed
 
+    def flush_log(self) -> set[str]:
+        """The log went idle: complete the pending record (a traceback at the end of the log)."""
+        changed: set[str] = set()
+        for e in self._parser.flush():
+            changed |= self._on_sglang(e)
+        return changed | ({"header"} if changed else set())
+
+    def _rank_ok(self, rank: str | None) -> bool:
+        """Memory lines are per rank: the budget shows one rank (the main process, or the first
+        rank seen), never a mix."""
+        if rank is None:
+            return True
+        if self._budget_rank is None:
+            self._budget_rank = rank
+        return rank == self._budget_rank
+
     def _on_sglang(self, e: Any) -> set[str]:
-        kind = _event_kind(e)
-        if "decode" in kind:
-            alen = _num(e, "accept_len", "accept_length")
+        from mambaconsole.sglang import events as ev
+
+        if isinstance(e, ev.DecodeBatch):
+            alen = e.accept_len
             if alen is None:
-                if self.spec_enabled is None:
+                if not e.spec_enabled:
                     self.spec_enabled = False
                 return {"spec"}
             self.spec_enabled = True
-            rate = _num(e, "accept_rate")
-            thr = _num(e, "gen_throughput", "throughput")
-            self.spec.append(SpecPoint(self.clock(), alen, rate, thr))
+            self.spec.append(SpecPoint(self.clock(), alen, e.accept_rate, e.gen_throughput))
             self.spec_sum += alen
             self.spec_n += 1
             self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
             self.collapsed = self._low_run >= COLLAPSE_RUN
             return {"spec"}
-        if "weight" in kind:
-            v = _num(e, "mem_usage_gb", "mem_usage", "weights_gb")
-            if v is not None:
-                self.budget_gb["weights"] = v
-                return {"gpu"}
-        if "mamba" in kind:
-            total = 0.0
-            for key, names in (("mamba", ("conv_gb", "conv_state_gb", "ssm_gb", "ssm_state_gb",
-                                           "intermediate_ssm_gb", "intermediate_conv_gb")),):
-                for n in names:
-                    v = _num(e, n)
-                    if v is not None:
-                        total += v
-                if total:
-                    self.budget_gb[key] = total
+        if isinstance(e, ev.WeightsLoaded) and e.mem_usage_gb is not None and self._rank_ok(e.rank):
+            self.budget_gb["weights"] = e.mem_usage_gb
             return {"gpu"}
-        if "kv" in kind:
-            v = _num(e, "total_gb", "size_gb")
-            if v is None:
-                k, vv = _num(e, "k_size_gb", "k_gb"), _num(e, "v_size_gb", "v_gb")
-                if k is not None:
-                    v = k + (vv or 0.0)
-            if v is not None:
-                self.budget_gb["kv"] = self.budget_gb.get("kv", 0.0) + v
-                return {"gpu"}
-        if "graph" in kind and "end" in kind:
-            v = _num(e, "mem_usage_gb", "mem_usage")
-            if v is not None:
-                self.budget_gb["graphs"] = self.budget_gb.get("graphs", 0.0) + v
-                return {"gpu"}
-        if "ready" in kind:
+        if isinstance(e, ev.MambaCacheAllocated) and e.complete and self._rank_ok(e.rank):
+            for key, v in (("mamba conv", e.conv_gb), ("mamba ssm", e.ssm_gb), ("mamba spec", e.intermediate_gb)):
+                if v:
+                    self.budget_gb[key] = self.budget_gb.get(key, 0.0) + v
+            return {"gpu"}
+        if isinstance(e, ev.KVCacheAllocated) and not e.upper_bound and e.total_gb and self._rank_ok(e.rank):
+            self.budget_gb["kv"] = self.budget_gb.get("kv", 0.0) + e.total_gb
+            return {"gpu"}
+        if isinstance(e, ev.GraphCaptureEnd) and e.mem_usage_gb and self._rank_ok(e.rank):
+            self.budget_gb["graphs"] = self.budget_gb.get("graphs", 0.0) + e.mem_usage_gb
+            return {"gpu"}
+        if isinstance(e, ev.ServerReady):
             self.ready_seen = True
             self.ready_at = self.clock()
-        if "server_args" in kind:
-            v = getattr(e, "version", None)
-            if isinstance(v, str):
-                self.sglang_version = self.sglang_version or v
-        if "traceback" in kind or "exception" in kind or "oom" in kind:
-            t = getattr(e, "exception", None) or getattr(e, "exc_type", None)
-            m = getattr(e, "message", None)
-            if t or m:
-                self.failure = f"{t or ''}: {m or ''}".strip(": ")
-            if "oom" in kind:
+            return {"header"}
+        if isinstance(e, ev.ServerArgsDump):
+            self.dumped_args = dict(e.args)
+            self._compare_live()
+            return {"args"}
+        if isinstance(e, ev.Traceback):
+            if e.exc_type or e.exc_message:
+                self.failure = f"{e.exc_type or ''}: {e.exc_message or ''}".strip(": ")
+                if e.origin:
+                    self.failure = f"{e.origin}: {self.failure}"
+            elif self.failure is None:
+                self.failure = "traceback cut before its exception line"
+            if e.oom:
                 self.oom_seen = True
+            return {"header"}
         return set()
 
     def _on_GpuSnapshot(self, ev: GpuSnapshot) -> set[str]:
@@ -606,7 +573,9 @@ class ConsoleState:
         return {"args"}
 
     def _compare_live(self) -> None:
-        info = self.server_info or {}
+        """Mark rows where the live server (``/server_info``, else the log's ``server_args=``
+        dump) disagrees with the resolution."""
+        info = self.server_info or self.dumped_args or {}
         for row in self.rows:
             if row.field in info:
                 live = info[row.field]

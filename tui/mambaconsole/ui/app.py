@@ -58,7 +58,7 @@ class ConsoleApp(App[int]):
         Binding("S", "stop", "Stop"),
         Binding("h", "history", "History"),
         Binding("z", "zoom", "Zoom"),
-        Binding("t", "cycle_theme", "Theme"),
+        Binding("t", "cycle_theme", "Theme", show=False),
         Binding("ctrl+s", "save_svg", "Screenshot", show=False),
         Binding("1", "focus_pane('gpu')", "GPU", show=False),
         Binding("2", "focus_pane('spec')", "Spec", show=False),
@@ -91,6 +91,7 @@ class ConsoleApp(App[int]):
         self._args_cols = 2  # args : log = _args_cols : 5 - _args_cols
         self._top_rows = 13
         self.relaunching = False
+        self._idle_offset = -1
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -106,7 +107,7 @@ class ConsoleApp(App[int]):
         for th in load_themes():
             self.register_theme(th)
             self._themes.append(th.name)
-        want = self._wanted_theme or (self._themes[0] if self._themes else None)
+        want = self._wanted_theme or ("mamba-dark" if "mamba-dark" in self._themes else None)
         if want:
             if want not in self.available_themes:
                 raise ConsoleError(f"unknown theme {want!r} (known: {', '.join(self._themes)})")
@@ -140,6 +141,12 @@ class ConsoleApp(App[int]):
         g.styles.grid_rows = f"{self._top_rows} 1fr"
 
     def _tick(self) -> None:
+        """Once a second: the header's clocks; a log that went idle completes its last record."""
+        if self.state.log_offset == self._idle_offset:
+            changed = self.state.flush_log()
+            if changed:
+                self.refresh_panes(changed)
+        self._idle_offset = self.state.log_offset
         self.bar.refresh_from(self.state)
 
     def refresh_panes(self, changed: Iterable[str]) -> None:

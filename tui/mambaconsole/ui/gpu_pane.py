@@ -11,8 +11,8 @@ from mambaconsole.state import ConsoleState
 
 _SPARK = "▁▂▃▄▅▆▇█"
 #: budget items in drawing order, with their theme colour variable and legend letter
-BUDGET = (("weights", "primary", "W"), ("kv", "secondary", "K"), ("mamba", "accent", "M"),
-          ("graphs", "warning", "G"))
+BUDGET = (("weights", "primary", "W"), ("kv", "secondary", "K"), ("mamba conv", "accent", "c"),
+          ("mamba ssm", "accent", "M"), ("mamba spec", "error", "s"), ("graphs", "warning", "G"))
 _GIB_PER_MIB = 1 / 1024
 
 
@@ -26,12 +26,15 @@ def sparkline(values, width: int) -> str:
 
 def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     snap = state.gpu
-    if snap is None:
-        return Text("waiting for the first GPU sample…", style="dim")
-    if not snap.available:
-        return Text(f"no GPU reading: {snap.reason or 'no GPU on this node'}", style="dim")
     out = Table.grid(expand=True)
     out.add_column()
+    if snap is None or not snap.available:
+        why = "waiting for the first GPU sample…" if snap is None else f"no GPU reading: {snap.reason or 'no GPU on this node'}"
+        out.add_row(Text(why, style="dim"))
+        if state.budget_gb:
+            out.add_row(Text("memory budget from the run's log:", style="bold"))
+            out.add_row(_legend(state, colors))
+        return out
     bar_w = max(10, width - 26)
     pids = state.server_pids()
     for g in snap.gpus:
@@ -73,14 +76,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         if hist:
             out.add_row(Text("used " + sparkline(hist, bar_w), style=colors.get("primary", "blue")))
     if state.budget_gb:
-        leg = Text("  ", no_wrap=True)
-        for key, var, letter in BUDGET:
-            if key in state.budget_gb:
-                leg.append(f"{letter}", f"black on {colors.get(var, 'blue')}")
-                leg.append(f" {key} {state.budget_gb[key]:.1f} GB  ")
-        leg.append("o", f"black on {colors.get('foreground-muted', 'grey50')}")
-        leg.append(" other")
-        out.add_row(leg)
+        out.add_row(_legend(state, colors))
     procs = [p for p in snap.processes]
     if procs:
         out.add_row(Text("PID      GPU   MiB  command", style="bold"))
@@ -93,6 +89,17 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     elif snap.gpus:
         out.add_row(Text("no process holds GPU memory", style="dim"))
     return out
+
+
+def _legend(state: ConsoleState, colors: dict[str, str]) -> Text:
+    leg = Text("", no_wrap=False)
+    for key, var, letter in BUDGET:
+        if key in state.budget_gb:
+            leg.append(f"{letter}", f"black on {colors.get(var, 'blue')}")
+            leg.append(f" {key} {state.budget_gb[key]:.2f} GB  ")
+    leg.append("o", f"black on {colors.get('foreground-muted', 'grey50')}")
+    leg.append(" other")
+    return leg
 
 
 class GpuPane(Static, can_focus=True):

@@ -38,9 +38,9 @@ class LogPane(Vertical):
         Binding("n", "next_match", "Next", show=False),
         Binding("N", "prev_match", "Prev", show=False),
         Binding("f", "filter", "Filter"),
-        Binding("E", "first_error", "1st error"),
+        Binding("E", "first_error", "First error"),
         Binding("end,G", "follow", "Follow", show=False),
-        Binding("r", "pick_run", "Runs"),
+        Binding("r", "pick_run", "Pick run", show=False),
     ]
 
     DEFAULT_CSS = """

@@ -62,7 +62,7 @@ class SpecPane(Vertical):
             mean = state.mean_accept()
             stats.append("accept len ", "bold")
             stats.append(f"{last.accept_len:.2f}", f"bold {c.get('primary', 'blue')}")
-            stats.append(f"  mean {mean:.2f}" if mean is not None else "")
+            stats.append(f"   mean {mean:.2f}" if mean is not None else "")
             stats.append(f"  over {state.spec_n} batches\n")
             if last.accept_rate is not None:
                 meaning = rate_meaning(state.sglang_version)
