@@ -24,6 +24,7 @@ from mambaconsole.node.base import NodeError
 from mambaconsole.state import Connection, ConsoleState, Phase, Resolution, RunInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
+from mambaconsole.ui.argv_diff import split_launch
 from mambaconsole.ui.confirm import ConfirmScreen
 from mambaconsole.ui.feed import Feed
 from mambaconsole.ui.gpu_pane import GpuPane
@@ -92,6 +93,7 @@ class ConsoleApp(App[int]):
         self._top_rows = 13
         self.relaunching = False
         self._idle_offset = -1
+        self._following_run: str | None = None
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -222,7 +224,7 @@ class ConsoleApp(App[int]):
     @work(exclusive=True, group="resolve", exit_on_error=False)
     async def resolve_current(self, argv: tuple[str, ...]) -> None:
         try:
-            res = await self.feed.resolve(list(argv))
+            res = await self.feed.resolve(split_launch(list(argv))[1])
             self.post_message(M.Fed(Resolution(res, argv)))
         except Exception as exc:
             self._lost("resolve", exc)
@@ -237,6 +239,12 @@ class ConsoleApp(App[int]):
             if not self.state.connected and msg.poll in ("runs", "gpu"):
                 changed |= self.state.apply(Connection(True, self.clock()))
         run = self.state.run
+        ph = self.state.phase
+        if ph is not None and ph.name == "follow" and run is not None and run.run_id == self._following_run \
+                and self.state.status not in ("starting", "no run", "connection lost"):
+            self.state.apply(Phase("done", ""))
+            self.notify(f"run {run.run_id if run else '?'}: {self.state.status}", timeout=6,
+                        severity="information" if self.state.status == "ready" else "error")
         if run is not None and (prev_run is None or prev_run.run_id != run.run_id or self._tail_run is None):
             self._follow(run)
         self.refresh_panes(changed)
@@ -451,7 +459,7 @@ class ConsoleApp(App[int]):
             self.state.apply(Phase("failed", ""))
             self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10)
         else:
-            self.state.apply(Phase("done", ""))
+            self._following_run = msg.run_id
             self.notify(f"started run {msg.run_id}", timeout=4)
         self.refresh_panes({"header"})
         self.poll_runs()

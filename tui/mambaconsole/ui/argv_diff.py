@@ -50,3 +50,14 @@ def diff_text(old, new) -> str:
         else:
             parts.append(f"~{k} {o}→{n}")
     return "  ".join(parts) or "unchanged"
+
+
+def split_launch(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``(prefix, sglang_args)``: ``python -m sglang.launch_server`` (or ``sglang serve``) and
+    the flags after it. An argv that starts with a flag is all SGLang args."""
+    if not argv or argv[0].startswith("--"):
+        return [], list(argv)
+    for i, a in enumerate(argv):
+        if a.startswith("--"):
+            return list(argv[:i]), list(argv[i:])
+    return list(argv), []

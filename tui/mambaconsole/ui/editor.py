@@ -25,7 +25,7 @@ from textual.validation import Function, Number, ValidationResult, Validator
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from mambaconsole.ui import messages as M
-from mambaconsole.ui.argv_diff import diff, flags
+from mambaconsole.ui.argv_diff import diff, flags, split_launch
 
 EXTRA = ("--mem-fraction-static", "--max-running-requests", "--disable-radix-cache",
          "--chunked-prefill-size", "--page-size")
@@ -35,17 +35,6 @@ def wanted(opt: dict) -> bool:
     """Whether the editor shows this parser option."""
     names = [s for s in opt.get("option_strings", []) if s.startswith("--")]
     return any("mamba" in n or n in EXTRA or n.startswith("--speculative-") for n in names)
-
-
-def split_launch(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``(prefix, sglang_args)``: ``python -m sglang.launch_server`` (or ``sglang serve``) and
-    the flags after it. An argv that starts with a flag is all SGLang args."""
-    if not argv or argv[0].startswith("--"):
-        return [], list(argv)
-    for i, a in enumerate(argv):
-        if a.startswith("--"):
-            return list(argv[:i]), list(argv[i:])
-    return list(argv), []
 
 
 class NoControl(Validator):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import time
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +20,7 @@ import httpx
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.base import Node, NodeError
+from mambaconsole.node.runs import Run, RunStore
 from mambaconsole.state import (
     GpuProcess, GpuReading, GpuSnapshot, LogLine, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
     RunsListed, ServerInfo,
@@ -30,68 +30,26 @@ from mambaconsole.ui.settings import HostSettings
 #: lines per LogLines batch at most (the pane redraws once per batch)
 BATCH = 500
 
-# Reads the run store on the node (stdlib only; argv[1] = MAMBACONSOLE_HOME or "").
-_RUNS_SCRIPT = r"""
-import json, os, sys
-home = sys.argv[1] or os.environ.get("MAMBACONSOLE_HOME") or "~/.mambaconsole"
-root = os.path.join(os.path.expanduser(home), "runs")
-out = []
-for rid in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-    d = os.path.join(root, rid)
-    def rd(n):
-        try:
-            with open(os.path.join(d, n)) as f:
-                return json.load(f)
-        except Exception:
-            return None
-    st = rd("status.json") or {}
-    pid = st.get("pid")
-    alive = None
-    if pid:
-        try:
-            os.kill(int(pid), 0); alive = True
-        except ProcessLookupError:
-            alive = False
-        except Exception:
-            alive = True
-    log = os.path.join(d, "log")
-    try:
-        mt = os.stat(log).st_mtime
-    except OSError:
-        mt = None
-    out.append({"run_id": rid, "argv": rd("argv.json"), "status": st, "alive": alive,
-                "log": log, "log_mtime": mt})
-print(json.dumps(out))
-"""
+_STATE = {"starting": "starting", "running": "running", "exited": "exited", "lost": "dead",
+          "adopted": "adopted", "gone": "dead"}
 
 
-def run_from_record(rec: dict) -> RunInfo:
-    """A RunInfo from one record of the run store (status.json keys: pid, started, ended,
-    exit_code, outcome, state, pids, time_to_ready, peak_mem_mib, mean_accept_len, adopted)."""
-    st = rec.get("status") or {}
-    argv = rec.get("argv") or []
-    if isinstance(argv, dict):
-        argv = argv.get("argv") or []
-    exit_code = st.get("exit_code")
-    state = st.get("state") or "running"
-    if exit_code is not None or st.get("ended"):
-        state = "exited"
-    elif rec.get("alive") is False:
-        state = "dead"  # pid gone without a status: marked, never shown as running
-    elif st.get("adopted"):
-        state = "adopted"
-    elif not st.get("pid") and rec.get("log_mtime") is None:
-        state = "never_started"
+def run_info(run: Run) -> RunInfo:
+    """A :class:`RunInfo` for the UI from the node's run record (:class:`mambaconsole.node.runs.Run`).
+    ``lost`` (the wrapper died without recording an exit) and ``gone`` (an adopted server that
+    ended) both show as dead: never as running."""
+    rec = run.record or {}
+
     def num(k):
-        v = st.get(k)
-        return float(v) if isinstance(v, (int, float)) else None
+        v = rec.get(k)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
     return RunInfo(
-        run_id=str(rec["run_id"]), argv=tuple(str(a) for a in argv), started=num("started"),
-        ended=num("ended"), exit_code=exit_code, state=state, outcome=st.get("outcome"),
-        pid=st.get("pid"), pids=tuple(st.get("pids") or ()), log_path=rec.get("log") or "",
-        log_mtime=rec.get("log_mtime"), time_to_ready=num("time_to_ready"),
-        peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"),
-        adopted=bool(st.get("adopted")),
+        run_id=run.run_id, argv=tuple(run.argv), started=run.started, ended=run.ended,
+        exit_code=run.exit_code, state=_STATE.get(run.state, run.state), outcome=rec.get("outcome"),
+        pid=run.pid, pids=tuple(p for p in (rec.get("pids") or ()) if isinstance(p, int)),
+        log_path=run.log_path, log_mtime=num("log_mtime"), time_to_ready=num("time_to_ready"),
+        peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
     )
 
 
@@ -106,15 +64,18 @@ def flag_value(argv, flag: str) -> str | None:
 
 class Feed:
     """Talks to one node for the console. ``home`` is the node's MAMBACONSOLE_HOME ("" = the
-    node's default)."""
+    node's default); ``agent_python`` runs the stdlib agent scripts on the node, while
+    ``settings.python`` is the server's python (SGLang's, used for the resolver and launches)."""
 
     def __init__(self, node: Node, settings: HostSettings, *, home: str = "",
-                 simulated: bool = False, clock: Callable[[], float] = time.time) -> None:
+                 simulated: bool = False, clock: Callable[[], float] = time.time,
+                 agent_python: str = "python3") -> None:
         self.node = node
         self.settings = settings
         self.home = home
         self.simulated = simulated
         self.clock = clock
+        self.store = RunStore(node, python=agent_python, home=home or None)
         self._http: httpx.AsyncClient | None = None
         self._local_port: dict[int, int] = {}
 
@@ -137,12 +98,13 @@ class Feed:
 
     # ----------------------------------------------------------------- runs
     async def runs(self) -> RunsListed:
-        r = await self.node.run([self.settings.python, "-c", _RUNS_SCRIPT, self.home], timeout=30)
-        if not r.ok:
-            raise NodeError(f"{self.host}: reading the run store failed: {r.err.strip().splitlines()[-1:] or r.exit_status}")
-        runs = tuple(run_from_record(x) for x in json.loads(r.out or "[]"))
-        runs = tuple(sorted(runs, key=lambda x: (x.started or 0, x.run_id)))
-        return RunsListed(runs=runs, current=runs[-1].run_id if runs else None)
+        """The node's runs (a server started by hand is adopted first); the current run is the
+        newest live one, else the newest."""
+        runs = await self.store.list(adopt=True)
+        infos = tuple(run_info(r) for r in runs)
+        live = [r for r in runs if r.alive]
+        cur = (live or runs or [None])[-1]
+        return RunsListed(runs=infos, current=cur.run_id if cur else None)
 
     # ----------------------------------------------------------------- log
     async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines]:

@@ -21,18 +21,17 @@ GPU_FREE_TIMEOUT = 120.0
 FOLLOW_TIMEOUT = 900.0
 
 
-def _runs_api():
-    try:
-        from mambaconsole.node import runs  # type: ignore[attr-defined]
-    except ImportError:
-        raise ConsoleError("starting and stopping runs needs mambaconsole.node.runs (not in this build)") from None
-    return runs
+def launch_argv(settings, args: list[str]) -> list[str]:
+    """``python -m module ARGS`` for SGLang args, or ``args`` as they are when they already
+    name a program (an edited full argv)."""
+    if args and not args[0].startswith("-"):
+        return list(args)
+    return [settings.python, "-m", settings.module, *args]
 
 
 async def stop(feed, run: RunInfo, phase: Phase) -> None:
-    runs = _runs_api()
     phase("stop", f"stopping run {run.run_id} (SIGINT → SIGTERM → SIGKILL)")
-    await runs.stop_run(feed.node, run.run_id, home=feed.home or None)
+    await feed.store.stop(run.run_id)
 
 
 async def wait_gpu_free(feed, pids: set[int], phase: Phase, timeout: float = GPU_FREE_TIMEOUT) -> None:
@@ -51,16 +50,19 @@ async def wait_gpu_free(feed, pids: set[int], phase: Phase, timeout: float = GPU
 
 
 async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase) -> str:
-    """Stop ``old`` (when running) and start ``argv`` as a new run; returns the new run id."""
-    runs = _runs_api()
+    """Stop ``old`` (when running) and start ``argv`` as a new run; returns the new run id.
+    Raises :class:`mambaconsole.node.runs.LockHeld` (naming the holder) when another console
+    is relaunching; nothing is stopped then."""
     phase("lock", "taking the node's relaunch lock")
-    async with runs.relaunch_lock(feed.node, home=feed.home or None):
+    lock = await feed.store.acquire_lock()
+    try:
         if old is not None and old.state not in ("exited", "dead", "never_started"):
             await stop(feed, old, phase)
             await wait_gpu_free(feed, set(old.pids) | ({old.pid} if old.pid else set()), phase)
         phase("start", "starting the new run in tmux")
-        new_id = await runs.start_run(feed.node, argv, python=feed.settings.python, module=feed.settings.module,
-                                      session=feed.settings.session, env=feed.settings.env,
-                                      workdir=feed.settings.workdir, home=feed.home or None)
-    phase("follow", f"run {new_id} started; following it to ready or failure")
-    return new_id
+        s = feed.settings
+        new = await feed.store.start(launch_argv(s, argv), env=s.env or None, cwd=s.workdir, session=s.session)
+    finally:
+        await feed.store.release_lock(lock)
+    phase("follow", f"run {new.run_id} started; following it to ready or failure")
+    return new.run_id
