@@ -290,27 +290,39 @@ class ConsoleState:
         self._parser = _log_parser()
         self._budget_rank: str | None = None
         self.dumped_args: dict | None = None
+        self.started_up = False
 
     # --------------------------------------------------------------- derived
     @property
     def status(self) -> str:
-        """Header state word: ``connection lost``, ``ready``, ``starting``, ``dead``, ``oom``,
-        ``arg error``, ``adopted``, ``never started``, ``no run``."""
+        """Header state word: ``connection lost``, ``ready``, ``starting``, ``crashed`` (an
+        exception after ready, or while the process still runs), ``oom``, ``arg error``,
+        ``dead`` (exited, with its exit code), ``adopted``, ``never started``, ``no run``."""
         if not self.connected:
             return "connection lost"
         r = self.run
         if r is None:
             return "no run"
-        if r.state in ("exited", "dead") or r.exit_code is not None:
-            out = r.outcome or ("oom" if self.oom_seen else None)
-            if out == "oom":
-                return "oom"
-            if out == "arg_error":
-                return "arg error"
+        ended = r.state in ("exited", "dead") or r.exit_code is not None
+        out = r.outcome
+        if out is None and (ended or self.failure):
+            if self.oom_seen:
+                out = "oom"
+            elif self.failure and not self.started_up:
+                out = "arg_error"  # failed before the weights loaded
+            elif self.failure:
+                out = "crashed"
+        if out == "oom":
+            return "oom"
+        if out == "arg_error":
+            return "arg error"
+        if out == "crashed":
+            return "crashed"
+        if ended:
             return "dead"
         if r.state == "never_started":
             return "never started"
-        if self.ready_seen or r.state == "ready" or r.outcome == "ready":
+        if self.ready_seen or r.state == "ready" or out == "ready":
             return "ready"
         if r.adopted or r.state == "adopted":
             return "adopted"
@@ -412,6 +424,7 @@ class ConsoleState:
         self._budget_rank = None
         self._parser = _log_parser()
         self.dumped_args = None
+        self.started_up = False
         self.server_info = None
         self.metrics = {}
 
@@ -491,6 +504,8 @@ class ConsoleState:
             self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
             self.collapsed = self._low_run >= COLLAPSE_RUN
             return {"spec"}
+        if isinstance(e, (ev.WeightsLoaded, ev.MambaCacheAllocated, ev.KVCacheAllocated)):
+            self.started_up = True  # past argument handling: a later failure is not an argument error
         if isinstance(e, ev.WeightsLoaded) and e.mem_usage_gb is not None and self._rank_ok(e.rank):
             self.budget_gb["weights"] = e.mem_usage_gb
             return {"gpu"}
@@ -505,6 +520,8 @@ class ConsoleState:
         if isinstance(e, ev.GraphCaptureEnd) and e.mem_usage_gb and self._rank_ok(e.rank):
             self.budget_gb["graphs"] = self.budget_gb.get("graphs", 0.0) + e.mem_usage_gb
             return {"gpu"}
+        if isinstance(e, (ev.ReadySummary, ev.HttpServerUp, ev.WeightsLoadBegin, ev.DistributedInit)):
+            self.started_up = True
         if isinstance(e, ev.ServerReady):
             self.ready_seen = True
             self.ready_at = self.clock()

@@ -100,7 +100,7 @@ class Feed:
     async def runs(self) -> RunsListed:
         """The node's runs (a server started by hand is adopted first); the current run is the
         newest live one, else the newest."""
-        runs = await self.store.list(adopt=True)
+        runs = sorted(await self.store.list(adopt=True), key=lambda r: (r.started or 0.0, r.run_id))
         infos = tuple(run_info(r) for r in runs)
         live = [r for r in runs if r.alive]
         cur = (live or runs or [None])[-1]

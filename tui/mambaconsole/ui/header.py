@@ -13,6 +13,7 @@ _STATE_STYLE = {
     "adopted": "bold $accent",
     "dead": "bold $error",
     "oom": "bold $error",
+    "crashed": "bold $error",
     "arg error": "bold $error",
     "never started": "bold $error",
     "connection lost": "bold reverse $error",
@@ -35,7 +36,7 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
         label = f"CONNECTION LOST {fmt_duration(s.lost_for())} ago"
     elif word == "dead" and s.run is not None and s.run.exit_code is not None:
         label = f"DEAD exit {s.run.exit_code}"
-    elif word in ("oom", "arg error") and s.run is not None and s.run.exit_code is not None:
+    elif word in ("oom", "arg error", "crashed") and s.run is not None and s.run.exit_code is not None:
         label = f"{label} exit {s.run.exit_code}"
     t.append(f" ● {label} ", styles.get(word, ""))
     up = s.uptime()

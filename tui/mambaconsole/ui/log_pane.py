@@ -125,13 +125,13 @@ class LogPane(Vertical):
                 del self._shown[: len(self._shown) - LOG_KEEP]
             if added:
                 if follow:
-                    self.view.scroll_end(animate=False, immediate=False)
+                    self.view.scroll_end(animate=False, immediate=True)
                     self._new = 0
                 else:
                     self._new += added
         self._update_title(state)
 
-    def _rebuild(self, state: ConsoleState) -> None:
+    def _rebuild(self, state: ConsoleState, follow: bool = True) -> None:
         colors = self._colors()
         self._run_id = state.log_run_id
         self._generation = state.log_generation
@@ -140,7 +140,8 @@ class LogPane(Vertical):
         self._last_offset = state.log[-1].offset if state.log else -1
         for ln in self._shown:
             self.view.write(self._line_text(ln, colors), scroll_end=False)
-        self.view.scroll_end(animate=False, immediate=False)
+        if follow:
+            self.view.scroll_end(animate=False, immediate=True)
         self._new = 0
 
     def _update_title(self, state: ConsoleState) -> None:
@@ -199,14 +200,14 @@ class LogPane(Vertical):
         self._filter, self._invert, err = compile_filter(text)
         self._note = err or ""
         if self._state:
-            self._rebuild(self._state)
+            self._rebuild(self._state, follow=self.following)
             self._update_title(self._state)
 
     def set_search(self, text: str) -> None:
         self.search_text = text
         self._match_at = None
         if self._state:
-            self._rebuild(self._state)
+            self._rebuild(self._state, follow=False)
             self.action_next_match()
 
     def on_input_submitted(self, ev: Input.Submitted) -> None:
