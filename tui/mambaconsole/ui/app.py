@@ -494,8 +494,10 @@ def run(args) -> int:
     from mambaconsole.ui import settings as cfg
 
     if getattr(args, "demo", False):
-        from mambaconsole.ui import demo
-
+        try:
+            from mambaconsole.ui import demo
+        except ImportError as exc:
+            raise ConsoleError(f"the demo is not built yet ({exc})") from None
         return demo.run(args)
     host = args.host
     if not host:
