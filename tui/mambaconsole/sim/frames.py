@@ -1,0 +1,104 @@
+"""Traceback frames of the real SGLang code paths the simulator fails in.
+
+Paths are relative to site-packages; line numbers and source lines are those of the SGLang
+0.5.11 / 0.5.23 wheels (``srt/managers/scheduler.py:run_scheduler_process`` down to the
+``torch.zeros`` of the pool being allocated).
+"""
+
+from __future__ import annotations
+
+_S = "sglang"
+
+_SCHED_0_5_11 = [
+    (f"{_S}/srt/managers/scheduler.py", 3918, "run_scheduler_process", "scheduler = Scheduler("),
+    (f"{_S}/srt/managers/scheduler.py", 432, "__init__", "self.init_model_worker()"),
+    (f"{_S}/srt/managers/scheduler.py", 693, "init_model_worker", "self.init_tp_model_worker()"),
+    (f"{_S}/srt/managers/scheduler.py", 648, "init_tp_model_worker", "self.tp_worker = TpModelWorker(**worker_kwargs)"),
+    (f"{_S}/srt/managers/tp_worker.py", 260, "__init__", "self._init_model_runner()"),
+    (f"{_S}/srt/managers/tp_worker.py", 345, "_init_model_runner", "self._model_runner = ModelRunner("),
+    (f"{_S}/srt/model_executor/model_runner.py", 508, "__init__", "self.initialize(pre_model_load_memory)"),
+    (f"{_S}/srt/model_executor/model_runner.py", 733, "initialize", "self.init_memory_pool(pre_model_load_memory)"),
+    (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 766, "init_memory_pool", "self._apply_memory_pool_config(self.memory_pool_config)"),
+    (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 727, "_apply_memory_pool_config", "self._init_pools()"),
+]
+_MAMBA_0_5_11 = [
+    (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 250, "_init_pools", "self.req_to_token_pool = HybridReqToTokenPool("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 515, "__init__", "self._init_mamba_pool("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 535, "_init_mamba_pool", "self.mamba_pool = MambaPool("),
+]
+_KV_0_5_11 = [
+    (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 503, "_init_pools", "self.token_to_kv_pool = HybridLinearKVPool("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 1317, "__init__", "self.full_kv_pool = TokenToKVPoolClass("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 819, "__init__", "self._create_buffers()"),
+]
+
+_SCHED_0_5_23 = [
+    (f"{_S}/srt/managers/scheduler.py", 6362, "run_scheduler_process", "scheduler = Scheduler(server_args, port_args)"),
+    (f"{_S}/srt/managers/scheduler.py", 568, "__init__", "self.init_model_worker()"),
+    (f"{_S}/srt/managers/scheduler.py", 1137, "init_model_worker", "self.init_memory_pools()"),
+    (f"{_S}/srt/managers/scheduler.py", 1100, "init_memory_pools", "self.init_target_memory_pool()"),
+    (f"{_S}/srt/managers/scheduler.py", 1090, "init_target_memory_pool", "self.tp_worker.alloc_memory_pool("),
+    (f"{_S}/srt/managers/tp_worker.py", 409, "alloc_memory_pool", "self.model_runner.alloc_memory_pool("),
+    (f"{_S}/srt/model_executor/model_runner.py", 982, "alloc_memory_pool", "result = self.kv_cache_configurator.configure("),
+    (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 480, "configure", "pools = self._init_pools("),
+]
+_MAMBA_0_5_23 = [
+    (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 744, "_init_pools", "req_to_token_pool = self._build_req_to_token_pool("),
+    (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 1594, "_build_req_to_token_pool", "return self._build_hybrid_req_pool("),
+    (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 1718, "_build_hybrid_req_pool", "req_to_token_pool = HybridReqToTokenPool("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 1407, "__init__", "self._init_mamba_pool("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 1445, "_init_mamba_pool", "self.mamba_pool = self.mamba_pool_cls("),
+]
+_KV_0_5_23 = [
+    (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 777, "_init_pools", "token_to_kv_pool = self._build_token_to_kv_pool("),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 2293, "__init__", "self._create_buffers()"),
+    (f"{_S}/srt/mem_cache/memory_pool.py", 2434, "_create_buffers", "self._create_buffers_normal()"),
+]
+
+#: the failing line per allocation name and version
+_LEAF = {
+    "0.5.11": {
+        "conv_state": (f"{_S}/srt/mem_cache/memory_pool.py", 259, "<listcomp>", "torch.zeros("),
+        "temporal_state": (f"{_S}/srt/mem_cache/memory_pool.py", 282, "__init__", "temporal_state = torch.zeros("),
+        "intermediate_ssm_state_cache": (f"{_S}/srt/mem_cache/memory_pool.py", 290, "__init__", "intermediate_ssm_state_cache = torch.zeros("),
+        "intermediate_conv_window_cache": (f"{_S}/srt/mem_cache/memory_pool.py", 313, "<listcomp>", "torch.zeros("),
+        "k_buffer": (f"{_S}/srt/mem_cache/memory_pool.py", 897, "_create_buffers", "self.k_buffer = ["),
+        "v_buffer": (f"{_S}/srt/mem_cache/memory_pool.py", 905, "_create_buffers", "self.v_buffer = ["),
+    },
+    "0.5.23": {
+        "conv_state": (f"{_S}/srt/mem_cache/memory_pool.py", 738, "__init__", "torch.zeros("),
+        "temporal_state": (f"{_S}/srt/mem_cache/memory_pool.py", 749, "__init__", "temporal_state = torch.zeros("),
+        "intermediate_ssm_state_cache": (f"{_S}/srt/mem_cache/memory_pool.py", 883, "__init__", "intermediate_ssm_state_cache = torch.zeros("),
+        "intermediate_conv_window_cache": (f"{_S}/srt/mem_cache/memory_pool.py", 897, "__init__", "torch.zeros("),
+        "k_buffer": (f"{_S}/srt/mem_cache/memory_pool.py", 2593, "_create_buffers_normal", "self.k_buffer = ["),
+        "v_buffer": (f"{_S}/srt/mem_cache/memory_pool.py", 2608, "_create_buffers_normal", "self.v_buffer = ["),
+    },
+}
+
+
+def oom_frames(version: str, allocation: str) -> list[tuple[str, int, str, str]]:
+    """Frames from ``run_scheduler_process`` to the ``torch.zeros`` of ``allocation``."""
+    if version == "0.5.11":
+        head, mamba, kv = _SCHED_0_5_11, _MAMBA_0_5_11, _KV_0_5_11
+    else:
+        head, mamba, kv = _SCHED_0_5_23, _MAMBA_0_5_23, _KV_0_5_23
+    middle = kv if allocation in ("k_buffer", "v_buffer") else mamba
+    return head + middle + [_LEAF[version][allocation]]
+
+
+def not_enough_memory_frames(version: str) -> list[tuple[str, int, str, str]]:
+    """Frames down to the ``MemoryPoolConfig.__post_init__`` check (0.5.11 ``pool_configurator.py``)."""
+    if version == "0.5.11":
+        return _SCHED_0_5_11[:-2] + [
+            (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 762, "init_memory_pool", "self.memory_pool_config = self._resolve_memory_pool_config("),
+            (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 741, "_resolve_memory_pool_config", "config = configurator.calculate_pool_sizes(available_bytes, page_size)"),
+            (f"{_S}/srt/model_executor/pool_configurator.py", 165, "calculate_pool_sizes", "return MemoryPoolConfig(max_total_num_tokens=max_total_num_tokens)"),
+            ("<string>", 9, "__init__", ""),
+            (f"{_S}/srt/model_executor/pool_configurator.py", 44, "__post_init__", "raise RuntimeError(msg)"),
+        ]
+    return _SCHED_0_5_23 + [
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 470, "configure", "config = self._profile_pool_config(pre_model_load_memory)"),
+        (f"{_S}/srt/model_executor/pool_configurator.py", 647, "calculate_pool_sizes", "return MemoryPoolConfig(max_total_num_tokens=max_total_num_tokens)"),
+        ("<string>", 17, "__init__", ""),
+        (f"{_S}/srt/model_executor/pool_configurator.py", 62, "__post_init__", "raise RuntimeError(msg)"),
+    ]

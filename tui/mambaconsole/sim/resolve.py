@@ -1,0 +1,291 @@
+"""The simulated ServerArgs resolution: what SGLang 0.5.11 / 0.5.23 decide for the seed model.
+
+Only the decisions that matter for the seed scenario are modelled, each after the SGLang
+source named beside it; every other field keeps the value parsed from the command line or its
+default from the bundled spec. Validation failures carry the exact exception type, message
+and traceback frames of that version (messages and frames captured from the real SGLang
+resolving the same argv on CPU; see ``../shared/reference/resolver-notes.md`` §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mambaconsole.sim.model import GiB, MiB, HybridModel, SimGPU
+
+#: one traceback frame: (path under site-packages or "<...>", line, function, source line or "")
+Frame = tuple[str, int, str, str]
+
+
+@dataclass
+class Failure(Exception):
+    """A failure the simulated server reports, with the frames of the real one."""
+
+    exc_type: str
+    message: str
+    frames: list[Frame] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.exc_type}: {self.message}"
+
+
+@dataclass
+class Resolved:
+    """Resolved ServerArgs fields plus the log lines SGLang wrote while resolving."""
+
+    version: str
+    fields: dict[str, Any]
+    warnings: list[str]
+    #: fields that SGLang set itself: name -> (value before, value after)
+    changed: dict[str, tuple[Any, Any]]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.fields[name]
+
+    @property
+    def strategy_field(self) -> str:
+        return "mamba_scheduler_strategy" if self.version == "0.5.11" else "mamba_radix_cache_strategy"
+
+    @property
+    def strategy(self) -> str:
+        return self.fields[self.strategy_field]
+
+    @property
+    def spec_on(self) -> bool:
+        return self.fields.get("speculative_algorithm") is not None
+
+    @property
+    def extra_buffer(self) -> bool:
+        """SGLang's ``enable_mamba_extra_buffer()``: radix cache on and an extra_buffer strategy."""
+        return (not self.fields["disable_radix_cache"]) and self.strategy in ("extra_buffer", "extra_buffer_lazy")
+
+    @property
+    def overlap(self) -> bool:
+        return not self.fields["disable_overlap_schedule"]
+
+
+_SITE = "sglang"
+
+# Frames of `python -m sglang.launch_server` up to the ServerArgs handler (0.5.11), captured.
+_FRAMES_0_5_11_POST_INIT: list[Frame] = [
+    ("<frozen runpy>", 198, "_run_module_as_main", ""),
+    ("<frozen runpy>", 88, "_run_code", ""),
+    (f"{_SITE}/launch_server.py", 66, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
+    (f"{_SITE}/srt/server_args.py", 7299, "prepare_server_args", "return ServerArgs.from_cli_args(raw_args)"),
+    (f"{_SITE}/srt/server_args.py", 6685, "from_cli_args", "return cls(**{attr: getattr(args, attr) for attr in attrs})"),
+    ("<string>", 371, "__init__", ""),
+    (f"{_SITE}/srt/server_args.py", 845, "__post_init__", "self._handle_model_specific_adjustments()"),
+    (f"{_SITE}/srt/server_args.py", 2236, "_handle_model_specific_adjustments", "self._handle_mamba_radix_cache("),
+]
+
+# Frames of `python -m sglang.launch_server` up to the mamba hook (0.5.23), captured.
+_FRAMES_0_5_23_RESOLVE: list[Frame] = [
+    ("<frozen runpy>", 198, "_run_module_as_main", ""),
+    ("<frozen runpy>", 88, "_run_code", ""),
+    (f"{_SITE}/launch_server.py", 84, "<module>", "run_server(server_args)"),
+    (f"{_SITE}/launch_server.py", 29, "run_server", "server_args.resolve_once()"),
+    (f"{_SITE}/srt/server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+    (f"{_SITE}/srt/arg_groups/pipeline.py", 225, "run_resolution_pipeline", "run_hook(handle_model_specific_adjustments, server_args)"),
+    (f"{_SITE}/srt/arg_groups/resolution_hooks.py", 139, "run_hook", "step(server_args)"),
+    (f"{_SITE}/srt/arg_groups/model_hook.py", 737, "handle_model_specific_adjustments", "handle_mamba_radix_cache(server_args, hf_config)"),
+]
+
+
+def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict) -> None:
+    """``ServerArgs._handle_gpu_memory_settings`` (0.5.11, srt/server_args.py:1294).
+
+    chunked_prefill_size / cuda_graph_max_bs by GPU memory bracket, then
+    mem_fraction_static = (gpu_mem - reserved_mem) / gpu_mem with reserved_mem (MiB) =
+    512 + 1.5 * max(chunked_prefill_size, 2048) + 2 * cuda_graph_max_bs + tp*pp/8 * 1024,
+    at least 10 GiB on GPUs over 60 GiB, plus 4 GiB for EAGLE-family draft models
+    (6 GiB STANDALONE). The piecewise-CUDA-graph and VLM adjustments are not modelled.
+    """
+    gpu_mem = gpu.total_bytes / MiB
+    tp = f.get("tp_size") or 1
+    if gpu_mem < 20 * 1024:
+        cps, cgbs = 2048, 8
+    elif gpu_mem < 35 * 1024:
+        cps, cgbs = 2048, 24 if tp < 4 else 80
+    elif gpu_mem < 60 * 1024:
+        cps, cgbs = 4096, 32 if tp < 4 else 160
+    elif gpu_mem < 160 * 1024:
+        cps, cgbs = 8192, 256 if tp < 4 else 512
+    else:
+        cps, cgbs = 16384, 512
+    for name, value in (("chunked_prefill_size", cps), ("cuda_graph_max_bs", cgbs)):
+        if f.get(name) is None:
+            changed[name] = (None, value)
+            f[name] = value
+    if f.get("mem_fraction_static") is None:
+        reserved = 512 + max(f["chunked_prefill_size"], 2048) * 1.5 + f["cuda_graph_max_bs"] * 2
+        reserved += tp * (f.get("pp_size") or 1) / 8 * 1024
+        if gpu_mem > 60 * 1024:
+            reserved = max(reserved, 10 * 1024)
+        algo = f.get("speculative_algorithm")
+        if algo == "STANDALONE":
+            reserved += 6 * 1024
+        elif algo is not None and algo != "NGRAM":
+            reserved += 4 * 1024
+        value = round((gpu_mem - reserved) / gpu_mem, 3)
+        changed["mem_fraction_static"] = (None, value)
+        f["mem_fraction_static"] = value
+
+
+def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], changed: dict) -> None:
+    algo = f.get("speculative_algorithm")
+    if algo is None:
+        return
+    if algo == "NEXTN":  # NEXTN is rewritten to EAGLE (all versions)
+        changed["speculative_algorithm"] = (algo, "EAGLE")
+        f["speculative_algorithm"] = algo = "EAGLE"
+    # auto_choose_speculative_params: (steps, topk, draft tokens) = (3, 1, 4) for this model
+    if f.get("speculative_num_steps") is None and f.get("speculative_eagle_topk") is None and f.get("speculative_num_draft_tokens") is None:
+        for name, value in (("speculative_num_steps", 3), ("speculative_eagle_topk", 1), ("speculative_num_draft_tokens", 4)):
+            changed[name] = (None, value)
+            f[name] = value
+    if f.get("speculative_eagle_topk") is None:
+        changed["speculative_eagle_topk"] = (None, 1)
+        f["speculative_eagle_topk"] = 1
+    if f.get("speculative_num_steps") is None:
+        changed["speculative_num_steps"] = (None, 3)
+        f["speculative_num_steps"] = 3
+    if f.get("speculative_num_draft_tokens") is None:
+        value = f["speculative_num_steps"] + 1
+        changed["speculative_num_draft_tokens"] = (None, value)
+        f["speculative_num_draft_tokens"] = value
+    if algo in ("EAGLE", "EAGLE3", "STANDALONE") and f.get("max_running_requests") is None:
+        changed["max_running_requests"] = (None, 48)
+        f["max_running_requests"] = 48
+        if version == "0.5.11":
+            warnings.append(
+                "Max running requests is reset to 48 for speculative decoding. You can override "
+                "this by explicitly setting --max-running-requests."
+            )
+
+
+def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict) -> None:
+    """``_handle_missing_default_values`` (auto -> no_buffer) and ``_handle_mamba_radix_cache``
+    (0.5.11, srt/server_args.py:2366), simulating a CUDA device."""
+    arch = model.architecture
+    if f["mamba_scheduler_strategy"] == "auto":
+        changed["mamba_scheduler_strategy"] = ("auto", "no_buffer")
+        f["mamba_scheduler_strategy"] = "no_buffer"
+    strategy = f["mamba_scheduler_strategy"]
+    if strategy == "extra_buffer":
+        if f["disable_radix_cache"]:
+            raise Failure(
+                "ValueError",
+                "mamba extra_buffer is not compatible with --disable-radix-cache "
+                "Overlap scheduling is already supported with no_buffer + disable_radix_cache. "
+                "Please use --mamba-scheduler-strategy no_buffer instead.",
+                _FRAMES_0_5_11_POST_INIT + [(f"{_SITE}/srt/server_args.py", 2397, "_handle_mamba_radix_cache", "raise ValueError(")],
+            )
+        draft = f.get("speculative_num_draft_tokens")
+        if draft is not None and not f["mamba_track_interval"] >= draft:
+            raise Failure(
+                "AssertionError",
+                f"mamba_track_interval {f['mamba_track_interval']} must be greater than or equal to "
+                f"speculative_num_draft_tokens {draft}",
+                _FRAMES_0_5_11_POST_INIT + [(f"{_SITE}/srt/server_args.py", 2407, "_handle_mamba_radix_cache", "assert (")],
+            )
+    elif not f["disable_radix_cache"]:  # no_buffer with radix cache
+        if f.get("page_size") not in (None, 1):
+            warnings.append(
+                f"{arch} with radix cache requires page_size=1 in the current "
+                f"Mamba scheduling mode (no_buffer), but got {f['page_size']}. "
+                "Automatically setting page_size=1."
+            )
+            changed["page_size"] = (f["page_size"], 1)
+            f["page_size"] = 1
+        if f.get("speculative_algorithm") is None:
+            warnings.append(
+                "Disabling overlap schedule since mamba no_buffer is not compatible with "
+                "overlap schedule, try to use --disable-radix-cache if overlap schedule is necessary"
+            )
+            changed["disable_overlap_schedule"] = (f["disable_overlap_schedule"], True)
+            f["disable_overlap_schedule"] = True
+        else:
+            raise Failure(
+                "ValueError",
+                f"Speculative decoding for {arch} is not compatible with radix cache when using "
+                "--mamba-scheduler-strategy no_buffer."
+                "To use radix cache with speculative decoding, please use "
+                "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.",
+                _FRAMES_0_5_11_POST_INIT + [(f"{_SITE}/srt/server_args.py", 2453, "_handle_mamba_radix_cache", "raise ValueError(")],
+            )
+
+
+def _mamba_0_5_23(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict) -> None:
+    """``overrides._mamba_radix_cache_resolution`` and ``mamba_hook.validate_mamba_*``
+    (0.5.23, srt/arg_groups/), simulating a CUDA device (extra buffer supported)."""
+    if f["disable_radix_cache"]:
+        return  # resolution skips mamba handling when the radix cache is off
+    changed["uses_mamba_radix_cache"] = (f.get("uses_mamba_radix_cache"), True)
+    f["uses_mamba_radix_cache"] = True
+    strategy = f["mamba_radix_cache_strategy"]
+    if strategy == "auto":
+        wants_overlap = not f["disable_overlap_schedule"]
+        paged = (f.get("page_size") or 1) > 1
+        new = "extra_buffer" if (wants_overlap or paged) and f.get("linear_attn_backend", "triton") == "triton" else "no_buffer"
+        changed["mamba_radix_cache_strategy"] = ("auto", new)
+        f["mamba_radix_cache_strategy"] = strategy = new
+        if new == "no_buffer" and not f["disable_overlap_schedule"]:
+            changed["disable_overlap_schedule"] = (False, True)
+            f["disable_overlap_schedule"] = True
+    if strategy == "no_buffer":
+        if f.get("page_size") not in (None, 1):
+            raise Failure(
+                "AssertionError",
+                "no_buffer only supports page_size=1.",
+                _FRAMES_0_5_23_RESOLVE
+                + [
+                    (f"{_SITE}/srt/arg_groups/model_hook.py", 1076, "handle_mamba_radix_cache", "validate_mamba_no_buffer(view, hf_config.architectures[0])"),
+                    (f"{_SITE}/srt/arg_groups/mamba_hook.py", 152, "validate_mamba_no_buffer", "assert view.page_size == 1, \"no_buffer only supports page_size=1.\""),
+                ],
+            )
+        if not f["disable_overlap_schedule"]:
+            raise Failure(
+                "AssertionError",
+                "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.",
+                _FRAMES_0_5_23_RESOLVE
+                + [
+                    (f"{_SITE}/srt/arg_groups/model_hook.py", 1076, "handle_mamba_radix_cache", "validate_mamba_no_buffer(view, hf_config.architectures[0])"),
+                    (f"{_SITE}/srt/arg_groups/mamba_hook.py", 158, "validate_mamba_no_buffer", "assert view.disable_overlap_schedule, ("),
+                ],
+            )
+
+
+def resolve(version: str, fields: dict[str, Any], model: HybridModel, gpu: SimGPU) -> Resolved:
+    """Resolve parsed fields as SGLang ``version`` would on a CUDA GPU; raises :class:`Failure`."""
+    f = dict(fields)
+    warnings: list[str] = []
+    changed: dict[str, tuple[Any, Any]] = {}
+    for name in ("tokenizer_path", "served_model_name"):
+        if f.get(name) is None:
+            changed[name] = (None, f["model_path"])
+            f[name] = f["model_path"]
+    if f.get("device") is None:
+        changed["device"] = (None, "cuda")
+        f["device"] = "cuda"
+    if f.get("page_size") is None:
+        changed["page_size"] = (None, 1)
+        f["page_size"] = 1
+    if f.get("attention_backend") is None:
+        changed["attention_backend"] = (None, "triton")
+        f["attention_backend"] = "triton"
+    if version != "0.5.11" and f.get("mamba_full_memory_ratio") is None:
+        f["mamba_full_memory_ratio"] = 0.9  # declared fallback (0.5.20+)
+    # 0.5.11 ServerArgs.__post_init__ order: GPU memory settings, model-specific (mamba)
+    # adjustments, then speculative decoding
+    _gpu_memory_defaults(f, gpu, changed)
+    if version == "0.5.11":
+        _mamba_0_5_11(f, model, warnings, changed)
+    else:
+        _mamba_0_5_23(f, model, warnings, changed)
+    _speculative_defaults(f, version, warnings, changed)
+    return Resolved(version=version, fields=f, warnings=warnings, changed=changed)
+
+
+def gib(n_bytes: float) -> float:
+    return n_bytes / GiB

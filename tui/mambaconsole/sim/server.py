@@ -1,0 +1,622 @@
+"""The simulated SGLang server process (``python -m mambaconsole.sim``).
+
+Seen from outside it behaves like ``python -m sglang.launch_server`` of the chosen version:
+it parses SGLang's flags, resolves them, logs the startup with that version's wording, fails
+the way SGLang fails (argparse exit 2, validation traceback exit 1, scheduler CUDA OOM
+followed by the SIGQUIT chain and a self-SIGKILL, status 137) or reaches ready, then serves
+HTTP and logs batch lines. Times are scaled by ``--sim-speed``.
+
+Ground truth for tests (``--sim-truth PATH`` or ``$MAMBACONSOLE_SIM_TRUTH``): a JSON file,
+rewritten atomically at each change, with the version, the outcome (``ready``, ``oom``,
+``not_enough_memory``, ``validation_error``, ``arg_error``), the exit status, the memory
+plan (bytes) and every accept length printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from mambaconsole.sim import flags as simflags
+from mambaconsole.sim.frames import not_enough_memory_frames, oom_frames
+from mambaconsole.sim.gpu import ENV_GPU_FILE, gpu_state, write_atomic
+from mambaconsole.sim.logs import LogWriter, decode_line, gb, prefill_line, render_traceback, torch_size
+from mambaconsole.sim.memory import CONTEXT_BYTES, MemoryPlan, plan_memory
+from mambaconsole.sim.model import GiB, QWEN36_27B, HybridModel, SimGPU
+from mambaconsole.sim.resolve import Failure, Resolved, resolve
+
+ENV_TRUTH = "MAMBACONSOLE_SIM_TRUTH"
+DEFAULT_GPU = "RTX PRO 6000 Blackwell,96"
+
+#: nominal durations of the startup phases, seconds at --sim-speed 1
+PHASES = {"dist": 1.0, "weights": 6.0, "pools": 1.0, "graphs": 3.0, "warmup": 1.0}
+#: simulated seconds between two decode lines at --sim-speed 1 (40 forward steps)
+DECODE_INTERVAL = 2.0
+
+
+def sim_arg_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m mambaconsole.sim",
+        description="A simulated SGLang server (no GPU): SGLang's flags, logs, HTTP endpoints and memory.",
+        allow_abbrev=False,
+        add_help=False,
+    )
+    p.add_argument("--sim-version", default="0.5.11", choices=simflags.VERSIONS, help="SGLang version to simulate")
+    p.add_argument("--sim-gpu", default=DEFAULT_GPU, help='"NAME,GIB" of the simulated GPU (default: %(default)s)')
+    p.add_argument("--sim-seed", type=int, default=0, help="seed of the workload and accept-length process")
+    p.add_argument("--sim-speed", type=float, default=1.0, help="time scale: 10 runs ten times faster")
+    p.add_argument("--sim-gpu-file", default=None, help=f"GPU readings file (default ${ENV_GPU_FILE} or ./sim-gpu.json)")
+    p.add_argument("--sim-truth", default=None, help=f"ground-truth JSON for tests (default ${ENV_TRUTH})")
+    p.add_argument("--sim-help", action="help", help="show the simulator's own options")
+    return p
+
+
+def _site_packages() -> str:
+    return f"{sys.prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+
+
+class SimServer:
+    """One simulated server run."""
+
+    def __init__(self, sim: argparse.Namespace, sglang_argv: list[str], model: HybridModel = QWEN36_27B):
+        self.version: str = sim.sim_version
+        self.gpu = SimGPU.parse(sim.sim_gpu)
+        self.seed = sim.sim_seed
+        self.speed = max(sim.sim_speed, 1e-3)
+        gpu_file = sim.sim_gpu_file or os.environ.get(ENV_GPU_FILE) or os.environ.get("MAMBACONSOLE_SIM_GPU")
+        self.gpu_file = Path(gpu_file) if gpu_file else Path.cwd() / "sim-gpu.json"
+        truth = sim.sim_truth or os.environ.get(ENV_TRUTH)
+        self.truth_file = Path(truth) if truth else None
+        self.argv = sglang_argv
+        self.model = model
+        self.site = _site_packages()
+        self.log = LogWriter(sys.stderr)
+        self.pid = os.getpid()
+        self.cmdline = shlex.join([sys.executable, "-m", "mambaconsole.sim", *sys.argv[1:]])
+        self.used_bytes = 0
+        self.utilization = 0
+        self.ready = False
+        self.resolved: Resolved | None = None
+        self.plan: MemoryPlan | None = None
+        self.metrics_enabled = False
+        self.truth: dict[str, Any] = {"version": self.version, "outcome": None, "exit_code": None, "accept_lens": [], "decode_lines": 0}
+        self.stats = {"running": 0, "queue": 0, "gen_throughput": 0.0, "accept_len": 0.0, "accept_rate": 0.0,
+                      "full_tokens": 0, "mamba_num": 0, "prompt_tokens": 0, "generation_tokens": 0, "requests": 0,
+                      "accept_tokens": 0.0, "forward_ct": 0, "cache_hit_rate": 0.0}
+        self.startup = {"start": time.time()}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- helpers
+    def sleep(self, seconds: float) -> None:
+        if self._stop.wait(seconds / self.speed):
+            raise _Stopped()
+
+    def log_main(self, message: str) -> None:
+        self.log.log(message)
+
+    def access_log(self, line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def publish_gpu(self, *, gone: bool = False) -> None:
+        state = gpu_state(
+            self.gpu,
+            used_bytes=0 if gone else self.used_bytes,
+            utilization_pct=self.utilization,
+            pid=None if gone else self.pid,
+            cmdline=self.cmdline,
+        )
+        try:
+            write_atomic(self.gpu_file, state)
+        except OSError as exc:
+            self.log.raw(f"mambaconsole.sim: cannot write GPU file {self.gpu_file}: {exc}")
+
+    def write_truth(self) -> None:
+        if self.truth_file is None:
+            return
+        with self._lock:
+            data = json.loads(json.dumps(self.truth, default=str))
+        write_atomic(self.truth_file, data)
+
+    def finish(self, outcome: str, code: int) -> int:
+        self.truth["outcome"] = outcome
+        self.truth["exit_code"] = code
+        self.write_truth()
+        return code
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> int:
+        self.log.raw(
+            f"{self.site}/sglang/launch_server.py:{54 if self.version == '0.5.11' else 71}: UserWarning: "
+            "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended entrypoint.\n"
+            "  Example: sglang serve --model-path <model> [options]\n"
+            "  warnings.warn("
+        )
+        parser, source = simflags.build_parser(self.version)
+        self.truth["parser"] = source
+        try:
+            namespace = parser.parse_args(self.argv)
+        except SystemExit as exc:  # argparse already printed usage + error
+            return self.finish("arg_error", int(exc.code or 0))
+        fields = simflags.field_values(self.version, namespace)
+        self.metrics_enabled = bool(fields.get("enable_metrics"))
+        try:
+            self.resolved = resolve(self.version, fields, self.model, self.gpu)
+        except Failure as failure:
+            return self._validation_failure(failure)
+        r = self.resolved
+        for w in r.warnings:
+            self.log.log(w)
+        self.truth["resolved"] = {k: r.fields.get(k) for k in (
+            r.strategy_field, "disable_overlap_schedule", "disable_radix_cache", "mem_fraction_static",
+            "max_running_requests", "max_mamba_cache_size", "mamba_full_memory_ratio", "speculative_algorithm",
+            "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "chunked_prefill_size",
+            "cuda_graph_max_bs", "page_size")}
+        self.log.log(self._server_args_dump())
+        self.plan = plan_memory(r, self.model, self.gpu)
+        self.truth["memory"] = self.plan.as_dict()
+        self.write_truth()
+        old_handlers = self._install_signals()
+        try:
+            return self._startup_and_serve()
+        except _Stopped:
+            return self._stopped()
+        finally:
+            for sig, h in old_handlers.items():
+                signal.signal(sig, h)
+
+    def _validation_failure(self, failure: Failure) -> int:
+        if self.version != "0.5.11":
+            self.log.log(f"kill_process_tree called: parent_pid={self.pid}, include_parent=False, pid={self.pid}")
+        self.log.raw(render_traceback(failure.frames, f"{failure.exc_type}: {failure.message}", self.site))
+        self.truth["error"] = {"type": failure.exc_type, "message": failure.message}
+        return self.finish("validation_error", 1)
+
+    def _server_args_dump(self) -> str:
+        f = self.resolved.fields
+        spec = simflags.load_spec(self.version)
+        if spec["server_args_kind"] == "dataclass":
+            inner = ", ".join(f"{x['name']}={f.get(x['name'])!r}" for x in spec["fields"] if x["repr"])
+            return f"server_args=ServerArgs({inner})"
+        return "server_args=" + repr({x["name"]: f.get(x["name"]) for x in spec["fields"]})
+
+    # ---------------------------------------------------------------- startup
+    def _startup_and_serve(self) -> int:
+        plan, r, model = self.plan, self.resolved, self.model
+        total = self.gpu.total_bytes
+        t0 = time.perf_counter()
+        if self.version == "0.5.11":
+            self.log.log("Init torch distributed begin.")
+        else:
+            self.log.log("Init parallel begin.")
+        self.sleep(PHASES["dist"])
+        self.used_bytes = CONTEXT_BYTES
+        self.publish_gpu()
+        if self.version == "0.5.11":
+            self.log.log(f"Init torch distributed ends. elapsed={time.perf_counter() - t0:.2f} s, mem usage={gb(CONTEXT_BYTES)} GB")
+        else:
+            self.log.log(f"Init parallel ends. elapsed={time.perf_counter() - t0:.2f} s")
+            self.log.log(f"Memory baseline taken. mem usage={gb(CONTEXT_BYTES)} GB")
+        free = total - self.used_bytes
+        self.log.log(f"Load weight begin. avail mem={gb(free)} GB")
+        t1 = time.perf_counter()
+        steps = 6
+        for i in range(steps):
+            self.sleep(PHASES["weights"] / steps)
+            self.used_bytes = CONTEXT_BYTES + model.weight_bytes * (i + 1) // steps
+            self.publish_gpu()
+        free = total - self.used_bytes
+        self.log.log(
+            f"Load weight end. elapsed={time.perf_counter() - t1:.2f} s, type={model.architecture}, "
+            f"avail mem={gb(free)} GB, mem usage={gb(model.weight_bytes)} GB."
+        )
+        self.truth["weights_bytes"] = model.weight_bytes
+        if plan.outcome == "not_enough_memory":
+            msg = "Not enough memory. Please try to increase --mem-fraction-static."
+            msg += f" Current value: mem_fraction_static={plan.mem_fraction_static}"
+            return self._scheduler_crash(render_traceback(not_enough_memory_frames(self.version), f"RuntimeError: {msg}", self.site), "not_enough_memory")
+        self.sleep(PHASES["pools"])
+        done: dict[str, int] = {}
+        for alloc in plan.allocations:
+            if plan.failed is alloc:
+                return self._oom(alloc)
+            if alloc.phase == "graph":
+                break
+            self.used_bytes += alloc.nbytes
+            done[alloc.name] = alloc.nbytes
+            if alloc.name == ("intermediate_conv_window_cache" if plan.draft_tokens else "temporal_state"):
+                self._log_mamba(done)
+            if alloc.name == "v_buffer":
+                self._log_kv()
+        self.publish_gpu()
+        free = total - self.used_bytes
+        self.log.log(f"Memory pool end. avail mem={gb(free)} GB")
+        self._capture_graphs(free)
+        free = total - self.used_bytes
+        self.log.log(
+            f"max_total_num_tokens={plan.kv_tokens}, chunked_prefill_size={r['chunked_prefill_size']}, "
+            f"max_prefill_tokens={r['max_prefill_tokens']}, max_running_requests={plan.max_running_requests}, "
+            f"context_len={model.context_len}, available_gpu_mem={gb(free)} GB"
+        )
+        self.startup["available_gpu_mem"] = free
+        return self._serve()
+
+    def _log_mamba(self, done: dict[str, int]) -> None:
+        plan = self.plan
+        line = (
+            f"Mamba Cache is allocated. max_mamba_cache_size: {plan.max_mamba_cache_size}, "
+            f"conv_state size: {gb(done['conv_state'])}GB, ssm_state size: {gb(done['temporal_state'])}GB "
+        )
+        if plan.draft_tokens:
+            line += (
+                f"intermediate_ssm_state_cache size: {gb(done['intermediate_ssm_state_cache'])}GB "
+                f"intermediate_conv_window_cache size: {gb(done['intermediate_conv_window_cache'])}GB "
+            )
+        self.log.log(line)
+        self.publish_gpu()
+
+    def _log_kv(self) -> None:
+        plan = self.plan
+        dtype = "dtype: torch.bfloat16, " if self.version != "0.5.11" else ""
+        self.log.log(f"KV Cache is allocated. {dtype}#tokens: {plan.kv_tokens}, K size: {gb(plan.k_bytes)} GB, V size: {gb(plan.v_bytes)} GB")
+
+    def _capture_graphs(self, free: int) -> None:
+        plan, r = self.plan, self.resolved
+        bs = _graph_batch_sizes(min(r["cuda_graph_max_bs"], max(plan.max_running_requests, 1)))
+        t = time.perf_counter()
+        graph = self.plan.graph_bytes
+        if self.version == "0.5.11":
+            self.log.log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={gb(free)} GB")
+        else:
+            phase, per_req = ("verify", plan.draft_tokens) if plan.draft_tokens else ("decode", 1)
+            self.log.log(f"Capture target {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, avail mem={gb(free)} GB")
+        self.sleep(PHASES["graphs"])
+        self.used_bytes += graph
+        self.publish_gpu()
+        after = self.gpu.total_bytes - self.used_bytes
+        elapsed = time.perf_counter() - t
+        if self.version == "0.5.11":
+            self.log.log(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage={gb(graph)} GB. avail mem={gb(after)} GB.")
+        else:
+            self.log.log(f"Capture target {phase} CUDA graph end. bs={bs}, elapsed={elapsed:.2f} s, mem usage={gb(graph)} GB, avail mem={gb(after)} GB.")
+        self.truth["graph_bytes"] = graph
+
+    def _oom(self, alloc) -> int:
+        plan = self.plan
+        free = plan.free_at_failure
+        in_use = self.gpu.total_bytes - free
+        by_torch = in_use - CONTEXT_BYTES
+        msg = (
+            f"CUDA out of memory. Tried to allocate {torch_size(alloc.nbytes)}. GPU 0 has a total capacity of "
+            f"{torch_size(self.gpu.total_bytes)} of which {torch_size(free)} is free. Including non-PyTorch memory, "
+            f"this process has {torch_size(in_use)} memory in use. Of the allocated memory {torch_size(by_torch)} is "
+            "allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+            "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "
+            "See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+        )
+        self.truth["error"] = {"type": "torch.OutOfMemoryError", "message": msg, "allocation": alloc.name, "bytes": alloc.nbytes}
+        tb = render_traceback(oom_frames(self.version, alloc.name), f"torch.OutOfMemoryError: {msg}", self.site)
+        return self._scheduler_crash(tb, "oom")
+
+    def _scheduler_crash(self, traceback_text: str, outcome: str) -> int:
+        """Scheduler logs the exception and SIGQUITs the launcher, which kills the tree and itself."""
+        self.log.log(f"Scheduler hit an exception: {traceback_text}")
+        self.log.log("Received sigquit from a child process. It usually means the child failed.")
+        if self.version != "0.5.11":
+            self.log.log(f"kill_process_tree called: parent_pid={self.pid}, include_parent=True, pid={self.pid}")
+        self.used_bytes = 0
+        self.publish_gpu(gone=True)
+        self.finish(outcome, 137)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.kill(self.pid, signal.SIGKILL)
+        return 137  # not reached
+
+    # ---------------------------------------------------------------- serving
+    def _serve(self) -> int:
+        r = self.resolved
+        host, port = r["host"], int(r["port"])
+        from mambaconsole.sim.http import serve_in_thread
+
+        try:
+            httpd = serve_in_thread(self, host, port)
+        except OSError as exc:
+            sys.stderr.write(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address ({host!r}, {port}): {exc.strerror}\n")
+            self.used_bytes = 0
+            self.publish_gpu(gone=True)
+            return self.finish("bind_error", 1)
+        self.log.raw(f"INFO:     Started server process [{self.pid}]")
+        self.log.raw("INFO:     Waiting for application startup.")
+        self.log.raw("INFO:     Application startup complete.")
+        self.log.raw(f"INFO:     Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
+        self.sleep(PHASES["warmup"])
+        self._prefill(1, 6, 0, warmup=True)
+        self.ready = True
+        self.startup["ready"] = time.time()
+        self.log.log("The server is fired up and ready to roll!")
+        self.truth["outcome"] = "ready"
+        self.write_truth()
+        try:
+            self._workload()
+        finally:
+            httpd.shutdown()
+        return 0
+
+    def _prefill(self, new_seq: int, new_token: int, cached: int, warmup: bool = False) -> None:
+        plan = self.plan
+        s = self.stats
+        self.log.log(
+            prefill_line(
+                self.version,
+                new_seq=new_seq,
+                new_token=new_token,
+                cached_token=cached,
+                full_usage=s["full_tokens"] / max(plan.kv_tokens, 1),
+                mamba_usage=s["mamba_num"] / max(plan.max_mamba_cache_size, 1),
+                running=s["running"],
+                queue=s["queue"],
+                pending_token=0,
+                input_throughput=0.0 if warmup else new_token / (DECODE_INTERVAL / 2),
+            )
+        )
+
+    def _workload(self) -> None:
+        """Seeded requests; one decode line per 40 forward steps (``DECODE_INTERVAL`` s)."""
+        rng = random.Random(self.seed)
+        plan, r = self.plan, self.resolved
+        draft = plan.draft_tokens
+        mean = 1 + (draft - 1) * 0.6 if draft else None
+        acc = mean
+        slots_per_req = 1 + plan.ping_pong
+        running: list[list[int]] = []  # [held tokens, tokens left]
+        queue: list[list[int]] = []
+        cap = max(plan.max_running_requests, 1)
+        while True:
+            arrivals = rng.choice((0, 0, 1, 1, 2, 3))
+            for _ in range(arrivals):
+                queue.append([rng.randint(400, 4000), rng.randint(200, 1500)])
+            admitted = []
+            while queue and len(running) < cap:
+                admitted.append(queue.pop(0))
+                running.append(admitted[-1])
+            s = self.stats
+            s["running"], s["queue"] = len(running), len(queue)
+            s["full_tokens"] = sum(q[0] for q in running)
+            s["mamba_num"] = min(len(running) * slots_per_req, plan.max_mamba_cache_size)
+            if admitted:
+                new_tokens = sum(q[0] for q in admitted)
+                cached = rng.choice((0, 0, 512, 1024)) if not r["disable_radix_cache"] else 0
+                s["prompt_tokens"] += new_tokens
+                s["requests"] += len(admitted)
+                s["cache_hit_rate"] = cached / (new_tokens + cached)
+                self._prefill(len(admitted), new_tokens, cached)
+            self.sleep(DECODE_INTERVAL)
+            if not running:
+                self.utilization = 0
+                self.publish_gpu()
+                continue
+            steps = 40
+            if draft:
+                acc = mean + 0.8 * (acc - mean) + rng.gauss(0, 0.15)
+                acc = min(max(acc, 1.0), float(draft))
+                per_step = acc
+            else:
+                per_step = 1.0
+            generated = 0
+            for q in running:
+                n = min(q[1], int(round(steps * per_step)))
+                q[0] += n
+                q[1] -= n
+                generated += n
+            s["generation_tokens"] += generated
+            s["gen_throughput"] = generated / DECODE_INTERVAL
+            accept_len = accept_rate = None
+            if draft:
+                accept_len = round(acc, 2)
+                accept_rate = (acc - 1) / (draft - 1) if draft > 1 else 0.0
+                s["accept_len"], s["accept_rate"] = acc, accept_rate
+                s["accept_tokens"] += acc * steps * len(running)
+                s["forward_ct"] += steps * len(running)
+            s["full_tokens"] = sum(q[0] for q in running)
+            self.log.log(
+                decode_line(
+                    self.version,
+                    running=len(running),
+                    full_tokens=s["full_tokens"],
+                    full_usage=s["full_tokens"] / max(plan.kv_tokens, 1),
+                    mamba_num=s["mamba_num"],
+                    mamba_usage=s["mamba_num"] / max(plan.max_mamba_cache_size, 1),
+                    accept_len=accept_len,
+                    accept_rate=accept_rate,
+                    cuda_graph=len(running) <= r["cuda_graph_max_bs"],
+                    gen_throughput=s["gen_throughput"],
+                    queue=len(queue),
+                )
+            )
+            with self._lock:
+                self.truth["decode_lines"] += 1
+                if accept_len is not None:
+                    self.truth["accept_lens"].append(accept_len)
+            self.utilization = min(99, 55 + 5 * len(running) + rng.randint(0, 8))
+            self.publish_gpu()
+            self.write_truth()
+            running = [q for q in running if q[1] > 0]
+
+    # ---------------------------------------------------------------- HTTP data
+    def healthy(self) -> bool:
+        return self.ready
+
+    def model_info(self) -> dict:
+        f = self.resolved.fields
+        info = {
+            "model_path": f["model_path"],
+            "tokenizer_path": f["tokenizer_path"],
+            "is_generation": True,
+            "preferred_sampling_params": f.get("preferred_sampling_params"),
+            "weight_version": f.get("weight_version", "default"),
+            "has_image_understanding": True,
+            "has_audio_understanding": False,
+            "model_type": "qwen3_5",
+            "architectures": [self.model.architecture],
+        }
+        if self.version != "0.5.11":
+            info.update(served_model_name=f["served_model_name"], load_format=f.get("load_format"),
+                        reasoning_parser=f.get("reasoning_parser"), tool_call_parser=f.get("tool_call_parser"),
+                        disaggregation_mode=f.get("disaggregation_mode", "null"))
+        return info
+
+    def server_info(self) -> dict:
+        plan, f, s = self.plan, dict(self.resolved.fields), self.stats
+        internal = dict(f)
+        internal["max_mamba_cache_size"] = plan.max_mamba_cache_size
+        internal["last_gen_throughput"] = s["gen_throughput"]
+        weight = round(self.model.weight_bytes / GiB, 2 if self.version == "0.5.11" else 3)
+        kv = round((plan.k_bytes + plan.v_bytes) / GiB, 2 if self.version == "0.5.11" else 3)
+        if self.version == "0.5.11":
+            internal["memory_usage"] = {"weight": weight, "kvcache": kv, "token_capacity": plan.kv_tokens,
+                                        "graph": round(plan.graph_bytes / GiB, 2)}
+        else:
+            g = round(plan.graph_bytes / GiB, 3)
+            internal["memory_usage"] = {
+                "weight": weight, "kvcache": kv,
+                "startup_available": round(self.startup.get("available_gpu_mem", 0) / GiB, 3),
+                "token_capacity": plan.kv_tokens, "token_capacity_swa": 0,
+                "graph": {"prefill": 0.0, "decode": 0.0 if plan.draft_tokens else g,
+                          "target_verify": g if plan.draft_tokens else 0.0, "draft_prefill": 0.0,
+                          "draft_decode": 0.0, "draft_extend": 0.0},
+            }
+            internal["startup_time"] = round(self.startup.get("ready", time.time()) - self.startup["start"], 3)
+            internal["world_size"] = 1
+            internal["disaggregation_mode"] = "null"
+            internal["decode_cuda_graph_bs"] = _graph_batch_sizes(min(f["cuda_graph_max_bs"], max(plan.max_running_requests, 1)))
+            internal["decode_cuda_graph_memory_gb"] = g
+        internal["effective_max_running_requests_per_dp"] = plan.max_running_requests
+        if plan.draft_tokens and s["forward_ct"]:
+            internal["avg_spec_accept_length"] = s["accept_tokens"] / s["forward_ct"]
+        info = dict(f)
+        if self.version != "0.5.11":
+            info["launch_command"] = "python -m sglang.launch_server " + " ".join(self.argv)
+        info.update(status="ready" if self.ready else "starting", max_total_num_tokens=plan.kv_tokens,
+                    max_req_input_len=self.model.context_len - 5, internal_states=[internal], version=self.version)
+        if self.version != "0.5.11":
+            info["startup_time"] = internal["startup_time"]
+            info["kv_events"] = None
+            info["frontend"] = "python"
+        return info
+
+    def metrics_text(self) -> bytes:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+        plan, s, v = self.plan, self.stats, self.version
+        reg = CollectorRegistry()
+        labels = {"model_name": self.resolved["served_model_name"], "engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
+
+        def gauge(name: str, doc: str, value: float, **extra: str) -> None:
+            g = Gauge(f"sglang:{name}", doc, list(labels) + list(extra), registry=reg)
+            g.labels(**labels, **extra).set(value)
+
+        kv_used = s["full_tokens"]
+        mamba_usage = s["mamba_num"] / max(plan.max_mamba_cache_size, 1)
+        full_usage = kv_used / max(plan.kv_tokens, 1)
+        gauge("num_running_reqs", "The number of running requests.", s["running"])
+        gauge("num_queue_reqs", "The number of requests in the waiting queue.", s["queue"])
+        gauge("num_used_tokens", "The number of used tokens.", kv_used)
+        gauge("token_usage", "The token usage.", round(max(full_usage, mamba_usage), 2))
+        gauge("full_token_usage", "The token usage for full attention layers.", full_usage)
+        gauge("swa_token_usage", "The token usage for SWA layers.", 0)
+        gauge("mamba_usage", "The token usage for Mamba layers.", mamba_usage)
+        gauge("kv_used_tokens", "The number of used KV tokens.", kv_used)
+        gauge("kv_available_tokens", "The number of available KV tokens.", plan.kv_tokens - kv_used)
+        gauge("kv_evictable_tokens", "The number of evictable KV tokens.", 0)
+        if v != "0.5.11":
+            gauge("mamba_used_tokens", "The number of used mamba slots.", s["mamba_num"])
+            gauge("mamba_available_tokens", "The number of available mamba slots.", plan.max_mamba_cache_size - s["mamba_num"])
+            gauge("mamba_evictable_tokens", "The number of evictable mamba slots.", 0)
+        gauge("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", plan.kv_tokens)
+        gauge("gen_throughput", "The generation throughput (token/s).", s["gen_throughput"])
+        gauge("cache_hit_rate", "The prefix cache hit rate.", s["cache_hit_rate"])
+        gauge("spec_accept_length", "The average acceptance length of speculative decoding.", s["accept_len"] if plan.draft_tokens else 0)
+        gauge("spec_accept_rate", "The ratio of accepted drafts / proposed drafts.", s["accept_rate"] if plan.draft_tokens else 0)
+        if v != "0.5.11":
+            gauge("spec_num_steps", "The number of speculative decoding steps.", self.resolved["speculative_num_steps"] or 0)
+            gauge("spec_num_draft_tokens", "The number of speculative draft tokens.", plan.draft_tokens or 0)
+        gauge("num_retracted_reqs", "The number of retracted requests.", 0)
+        gauge("num_paused_reqs", "The number of paused requests.", 0)
+        gauge("is_cuda_graph", "Whether the batch is using CUDA graph.", 1)
+        gauge("utilization", "Scheduler utilization.", self.utilization / 100)
+        gauge("startup_available_gpu_memory_gb", "Available GPU memory after startup (GB).", self.startup.get("available_gpu_mem", 0) / GiB)
+        if v == "0.5.11":
+            gauge("engine_startup_time", "The time taken for the engine to start up.", self.startup.get("ready", time.time()) - self.startup["start"])
+            gauge("engine_load_weights_time", "The time taken for the engine to load weights.", PHASES["weights"] / self.speed)
+        else:
+            gauge("weight_memory_usage_gb", "Weight memory usage (GB).", self.model.weight_bytes / GiB)
+            gauge("kv_cache_memory_usage_gb", "KV cache memory usage (GB).", (plan.k_bytes + plan.v_bytes) / GiB)
+        tok_labels = {"model_name": labels["model_name"]}
+        for name, doc, value in (
+            ("prompt_tokens", "Number of prefill tokens processed.", s["prompt_tokens"]),
+            ("generation_tokens", "Number of generation tokens processed.", s["generation_tokens"]),
+            ("num_requests", "Number of requests processed.", s["requests"]),
+        ):
+            c = Counter(f"sglang:{name}", doc, list(tok_labels), registry=reg)
+            c.labels(**tok_labels).inc(value)
+        return generate_latest(reg)
+
+    # ---------------------------------------------------------------- signals
+    def _install_signals(self) -> dict:
+        old = {}
+
+        def handler(signum, frame):
+            self._signal = signum
+            self._stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            old[sig] = signal.signal(sig, handler)
+        return old
+
+    def _stopped(self) -> int:
+        sig = getattr(self, "_signal", signal.SIGTERM)
+        if self.ready:
+            self.log.raw("INFO:     Shutting down")
+            self.log.raw("INFO:     Finished server process [%d]" % self.pid)
+        self.used_bytes = 0
+        self.publish_gpu(gone=True)
+        self.finish(self.truth.get("outcome") or "stopped", 128 + sig)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(self.pid, sig)
+        return 128 + sig
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _graph_batch_sizes(max_bs: int) -> list[int]:
+    """SGLang's default capture list up to ``max_bs``: 1, 2, 4, 8, 12, then steps of 8 (≤0.5.11 rule)."""
+    sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 513, 16))
+    out = [b for b in sizes if b <= max_bs]
+    return out or [1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sim, rest = sim_arg_parser().parse_known_args(argv)
+    try:
+        server = SimServer(sim, rest)
+    except ValueError as exc:
+        print(f"python -m mambaconsole.sim: error: {exc}", file=sys.stderr)
+        return 2
+    return server.run()
+
+
