@@ -1,0 +1,111 @@
+"""The sim's logs read back by mambaconsole's own SGLang log parser give the sim's ground truth.
+
+The simulator writes what it modelled (memory plan in bytes, every accept length it printed,
+the outcome) to its truth file; the parser only sees the log text. Both versions, every
+outcome of the seed scenario.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from mambaconsole.sglang import events as ev
+from mambaconsole.sim import demo
+
+GIB = 1 << 30
+VERSIONS = ["0.5.11", "0.5.23"]
+
+
+def gb(n_bytes: int) -> float:
+    return round(n_bytes / GIB, 2)
+
+
+def parse(run) -> list:
+    return ev.parse_text(run.text())
+
+
+def of(events, cls) -> list:
+    return [e for e in events if isinstance(e, cls)]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ready_run_memory_and_acceptance(sim_process, free_port, version):
+    run = sim_process(version, demo.working_argv(version, port=free_port), seed=7)
+    run.wait_for("The server is fired up and ready to roll!")
+    run.wait_for("Decode batch")
+    assert run.stop() == -signal.SIGTERM
+    truth = run.truth()
+    mem = truth["memory"]
+    events = parse(run)
+    (dump,) = of(events, ev.ServerArgsDump)
+    assert dump.form == ("dataclass" if version == "0.5.11" else "dict") and dump.complete
+    strategy = "mamba_scheduler_strategy" if version == "0.5.11" else "mamba_radix_cache_strategy"
+    assert dump.args[strategy] == truth["resolved"][strategy] == "extra_buffer"
+    assert dump.args["max_mamba_cache_size"] == 24
+    (weights,) = of(events, ev.WeightsLoaded)
+    assert weights.mem_usage_gb == gb(mem["weight_bytes"])
+    assert weights.arch == "Qwen3_5ForConditionalGeneration"
+    (mamba,) = of(events, ev.MambaCacheAllocated)
+    assert mamba.max_mamba_cache_size == mem["max_mamba_cache_size"] == 24
+    assert (mamba.conv_gb, mamba.ssm_gb) == (gb(mem["conv_state_bytes"]), gb(mem["ssm_state_bytes"]))
+    assert mamba.intermediate_ssm_gb == gb(mem["intermediate_ssm_bytes"])
+    assert mamba.intermediate_conv_gb == gb(mem["intermediate_conv_bytes"])
+    (kv,) = of(events, ev.KVCacheAllocated)
+    assert kv.tokens == mem["kv_tokens"]
+    assert (kv.k_gb, kv.v_gb) == (gb(mem["k_bytes"]), gb(mem["v_bytes"]))
+    (summary,) = of(events, ev.ReadySummary)
+    assert summary.max_total_num_tokens == mem["kv_tokens"]
+    assert summary.max_running_requests == mem["max_running_requests"]
+    ends = of(events, ev.GraphCaptureEnd)
+    assert len(ends) == 1 and ends[0].mem_usage_gb == gb(mem["graph_bytes"])
+    assert of(events, ev.ServerReady)
+    decodes = of(events, ev.DecodeBatch)
+    assert [d.accept_len for d in decodes] == truth["accept_lens"]
+    assert len(decodes) == truth["decode_lines"] >= 1
+    assert not [e for e in events if isinstance(e, ev.Traceback)]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_oom_run(sim_process, free_port, version):
+    run = sim_process(version, demo.first_failing_argv(version, port=free_port))
+    run.wait()
+    truth = run.truth()
+    assert truth["outcome"] == "oom"
+    events = parse(run)
+    assert not of(events, ev.MambaCacheAllocated)
+    (tb,) = of(events, ev.Traceback)
+    assert tb.origin == "Scheduler" and tb.complete and tb.oom == "torch"
+    assert tb.exc_type == "torch.OutOfMemoryError"
+    assert tb.exc_message == truth["error"]["message"]
+    assert f"Tried to allocate {truth['error']['bytes'] / GIB:.2f} GiB." in tb.exc_message
+    assert tb.frames[-1].function == "__init__" and tb.frames[-1].file.endswith("sglang/srt/mem_cache/memory_pool.py")
+    (quit_,) = of(events, ev.SigquitReceived)
+    assert quit_.phase == "launch"
+    assert len(of(events, ev.KillProcessTree)) == (1 if version == "0.5.23" else 0)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_validation_error_run(sim_process, free_port, version):
+    run = sim_process(version, demo.no_buffer_argv(version, port=free_port))
+    assert run.wait() == 1
+    truth = run.truth()
+    assert truth["outcome"] == "validation_error" and truth["exit_code"] == 1
+    events = parse(run)
+    (tb,) = of(events, ev.Traceback)
+    assert tb.complete and tb.origin is None
+    assert (tb.exc_type, tb.exc_message) == (truth["error"]["type"], truth["error"]["message"])
+    assert not of(events, ev.ServerArgsDump)  # resolution failed before the dump
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_not_enough_memory_run(sim_process, free_port, version):
+    argv = demo.first_failing_argv(version, port=free_port) + ["--mem-fraction-static", "0.6"]
+    run = sim_process(version, argv)
+    run.wait()
+    truth = run.truth()
+    assert truth["outcome"] == "not_enough_memory" and truth["exit_code"] == 137
+    (tb,) = of(parse(run), ev.Traceback)
+    assert tb.oom == "sglang"
+    assert tb.exc_message == "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.6"
