@@ -25,6 +25,8 @@ class Failure(Exception):
     exc_type: str
     message: str
     frames: list[Frame] = field(default_factory=list)
+    #: the fields as resolved up to the failure (set by :func:`resolve`)
+    partial: "Resolved | None" = None
 
     def __str__(self) -> str:
         return f"{self.exc_type}: {self.message}"
@@ -37,8 +39,8 @@ class Resolved:
     version: str
     fields: dict[str, Any]
     warnings: list[str]
-    #: fields that SGLang set itself: name -> (value before, value after)
-    changed: dict[str, tuple[Any, Any]]
+    #: fields that SGLang set itself: name -> the last write
+    changed: dict[str, Write]
 
     def __getitem__(self, name: str) -> Any:
         return self.fields[name]
@@ -63,6 +65,72 @@ class Resolved:
     @property
     def overlap(self) -> bool:
         return not self.fields["disable_overlap_schedule"]
+
+
+@dataclass(frozen=True)
+class Write:
+    """One change SGLang makes to a field while resolving: old and new value, the writing
+    function and its file:line (relative to site-packages), and the declaration's source name
+    (0.5.15+ declarations; None for a plain assignment)."""
+
+    old: Any
+    new: Any
+    function: str
+    file: str
+    line: int
+    declared_as: str | None = None
+
+
+_SA = "sglang/srt/server_args.py"
+# where SGLang 0.5.11 assigns each field the simulator changes (srt/server_args.py)
+_WRITERS_0_5_11 = {
+    "tokenizer_path": ("_handle_missing_default_values", _SA, 1062),
+    "served_model_name": ("_handle_missing_default_values", _SA, 1064),
+    "device": ("_handle_missing_default_values", _SA, 1066),
+    "mamba_scheduler_strategy": ("_handle_missing_default_values", _SA, 1082),
+    "chunked_prefill_size": ("_handle_gpu_memory_settings", _SA, 1363),
+    "cuda_graph_max_bs": ("_handle_gpu_memory_settings", _SA, 1366),
+    "mem_fraction_static": ("_handle_gpu_memory_settings", _SA, 1477),
+    "page_size": ("_handle_page_size", _SA, 2818),
+    "disable_overlap_schedule": ("_handle_mamba_radix_cache", _SA, 2433),
+    "attention_backend": ("_handle_attention_backend_compatibility", _SA, 2658),
+    "speculative_algorithm": ("_handle_speculative_decoding", _SA, 3311),
+    "speculative_num_steps": ("_handle_speculative_decoding", _SA, 3526),
+    "speculative_eagle_topk": ("_handle_speculative_decoding", _SA, 3526),
+    "speculative_num_draft_tokens": ("_handle_speculative_decoding", _SA, 3526),
+    "max_running_requests": ("_handle_speculative_decoding", _SA, 3455),
+}
+_AG = "sglang/srt/arg_groups"
+# 0.5.23 declarations: (function that declares, file, line, declared source name)
+_WRITERS_0_5_23 = {
+    "tokenizer_path": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 637, "_handle_missing_default_values"),
+    "served_model_name": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 637, "_handle_missing_default_values"),
+    "device": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 652, "_handle_missing_default_values"),
+    "chunked_prefill_size": ("handle_gpu_memory_settings", f"{_AG}/serving_hook.py", 700, "_handle_gpu_memory_settings"),
+    "cuda_graph_max_bs": ("handle_gpu_memory_settings", f"{_AG}/serving_hook.py", 700, "_handle_gpu_memory_settings"),
+    "mem_fraction_static": ("handle_gpu_memory_settings", f"{_AG}/serving_hook.py", 700, "_handle_gpu_memory_settings"),
+    "page_size": ("_page_size_default", f"{_AG}/overrides.py", 1340, "_page_size_default"),
+    "attention_backend": ("handle_attention_backend", f"{_AG}/attention_hook.py", 339, "_handle_attention_backend_compatibility"),
+    "uses_mamba_radix_cache": ("handle_mamba_radix_cache", f"{_AG}/model_hook.py", 1057, "_mamba_radix_cache_resolution"),
+    "mamba_radix_cache_strategy": ("handle_mamba_radix_cache", f"{_AG}/model_hook.py", 1057, "_mamba_radix_cache_resolution"),
+    "disable_overlap_schedule": ("handle_mamba_radix_cache", f"{_AG}/model_hook.py", 1057, "_mamba_radix_cache_resolution"),
+    "speculative_algorithm": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
+    "speculative_num_steps": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
+    "speculative_eagle_topk": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
+    "speculative_num_draft_tokens": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
+    "max_running_requests": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
+}
+
+
+def _set(f: dict[str, Any], changed: dict, name: str, value: Any, version: str) -> None:
+    """Set field ``name`` as SGLang ``version`` does, recording the write in ``changed``."""
+    if version == "0.5.11":
+        func, file, line = _WRITERS_0_5_11.get(name, ("__post_init__", _SA, 845))
+        declared = None
+    else:
+        func, file, line, declared = _WRITERS_0_5_23.get(name, ("run_resolution_pipeline", f"{_AG}/pipeline.py", 225, None))
+    changed[name] = Write(f.get(name), value, func, file, line, declared)
+    f[name] = value
 
 
 _SITE = "sglang"
@@ -92,7 +160,7 @@ _FRAMES_0_5_23_RESOLVE: list[Frame] = [
 ]
 
 
-def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict) -> None:
+def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict, version: str) -> None:
     """``ServerArgs._handle_gpu_memory_settings`` (0.5.11, srt/server_args.py:1294).
 
     chunked_prefill_size / cuda_graph_max_bs by GPU memory bracket, then
@@ -115,8 +183,7 @@ def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict) -> None:
         cps, cgbs = 16384, 512
     for name, value in (("chunked_prefill_size", cps), ("cuda_graph_max_bs", cgbs)):
         if f.get(name) is None:
-            changed[name] = (None, value)
-            f[name] = value
+            _set(f, changed, name, value, version)
     if f.get("mem_fraction_static") is None:
         reserved = 512 + max(f["chunked_prefill_size"], 2048) * 1.5 + f["cuda_graph_max_bs"] * 2
         reserved += tp * (f.get("pp_size") or 1) / 8 * 1024
@@ -128,8 +195,7 @@ def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict) -> None:
         elif algo is not None and algo != "NGRAM":
             reserved += 4 * 1024
         value = round((gpu_mem - reserved) / gpu_mem, 3)
-        changed["mem_fraction_static"] = (None, value)
-        f["mem_fraction_static"] = value
+        _set(f, changed, "mem_fraction_static", value, version)
 
 
 def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], changed: dict) -> None:
@@ -137,26 +203,21 @@ def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], 
     if algo is None:
         return
     if algo == "NEXTN":  # NEXTN is rewritten to EAGLE (all versions)
-        changed["speculative_algorithm"] = (algo, "EAGLE")
-        f["speculative_algorithm"] = algo = "EAGLE"
+        _set(f, changed, "speculative_algorithm", "EAGLE", version)
+        algo = "EAGLE"
     # auto_choose_speculative_params: (steps, topk, draft tokens) = (3, 1, 4) for this model
     if f.get("speculative_num_steps") is None and f.get("speculative_eagle_topk") is None and f.get("speculative_num_draft_tokens") is None:
         for name, value in (("speculative_num_steps", 3), ("speculative_eagle_topk", 1), ("speculative_num_draft_tokens", 4)):
-            changed[name] = (None, value)
-            f[name] = value
+            _set(f, changed, name, value, version)
     if f.get("speculative_eagle_topk") is None:
-        changed["speculative_eagle_topk"] = (None, 1)
-        f["speculative_eagle_topk"] = 1
+        _set(f, changed, "speculative_eagle_topk", 1, version)
     if f.get("speculative_num_steps") is None:
-        changed["speculative_num_steps"] = (None, 3)
-        f["speculative_num_steps"] = 3
+        _set(f, changed, "speculative_num_steps", 3, version)
     if f.get("speculative_num_draft_tokens") is None:
         value = f["speculative_num_steps"] + 1
-        changed["speculative_num_draft_tokens"] = (None, value)
-        f["speculative_num_draft_tokens"] = value
+        _set(f, changed, "speculative_num_draft_tokens", value, version)
     if algo in ("EAGLE", "EAGLE3", "STANDALONE") and f.get("max_running_requests") is None:
-        changed["max_running_requests"] = (None, 48)
-        f["max_running_requests"] = 48
+        _set(f, changed, "max_running_requests", 48, version)
         if version == "0.5.11":
             warnings.append(
                 "Max running requests is reset to 48 for speculative decoding. You can override "
@@ -164,13 +225,12 @@ def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], 
             )
 
 
-def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict) -> None:
+def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict, version: str = "0.5.11") -> None:
     """``_handle_missing_default_values`` (auto -> no_buffer) and ``_handle_mamba_radix_cache``
     (0.5.11, srt/server_args.py:2366), simulating a CUDA device."""
     arch = model.architecture
     if f["mamba_scheduler_strategy"] == "auto":
-        changed["mamba_scheduler_strategy"] = ("auto", "no_buffer")
-        f["mamba_scheduler_strategy"] = "no_buffer"
+        _set(f, changed, "mamba_scheduler_strategy", "no_buffer", version)
     strategy = f["mamba_scheduler_strategy"]
     if strategy == "extra_buffer":
         if f["disable_radix_cache"]:
@@ -196,15 +256,13 @@ def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], ch
                 f"Mamba scheduling mode (no_buffer), but got {f['page_size']}. "
                 "Automatically setting page_size=1."
             )
-            changed["page_size"] = (f["page_size"], 1)
-            f["page_size"] = 1
+            _set(f, changed, "page_size", 1, version)
         if f.get("speculative_algorithm") is None:
             warnings.append(
                 "Disabling overlap schedule since mamba no_buffer is not compatible with "
                 "overlap schedule, try to use --disable-radix-cache if overlap schedule is necessary"
             )
-            changed["disable_overlap_schedule"] = (f["disable_overlap_schedule"], True)
-            f["disable_overlap_schedule"] = True
+            _set(f, changed, "disable_overlap_schedule", True, version)
         else:
             raise Failure(
                 "ValueError",
@@ -216,23 +274,21 @@ def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], ch
             )
 
 
-def _mamba_0_5_23(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict) -> None:
+def _mamba_0_5_23(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict, version: str = "0.5.23") -> None:
     """``overrides._mamba_radix_cache_resolution`` and ``mamba_hook.validate_mamba_*``
     (0.5.23, srt/arg_groups/), simulating a CUDA device (extra buffer supported)."""
     if f["disable_radix_cache"]:
         return  # resolution skips mamba handling when the radix cache is off
-    changed["uses_mamba_radix_cache"] = (f.get("uses_mamba_radix_cache"), True)
-    f["uses_mamba_radix_cache"] = True
+    _set(f, changed, "uses_mamba_radix_cache", True, version)
     strategy = f["mamba_radix_cache_strategy"]
     if strategy == "auto":
         wants_overlap = not f["disable_overlap_schedule"]
         paged = (f.get("page_size") or 1) > 1
         new = "extra_buffer" if (wants_overlap or paged) and f.get("linear_attn_backend", "triton") == "triton" else "no_buffer"
-        changed["mamba_radix_cache_strategy"] = ("auto", new)
-        f["mamba_radix_cache_strategy"] = strategy = new
+        _set(f, changed, "mamba_radix_cache_strategy", new, version)
+        strategy = new
         if new == "no_buffer" and not f["disable_overlap_schedule"]:
-            changed["disable_overlap_schedule"] = (False, True)
-            f["disable_overlap_schedule"] = True
+            _set(f, changed, "disable_overlap_schedule", True, version)
     if strategy == "no_buffer":
         if f.get("page_size") not in (None, 1):
             raise Failure(
@@ -263,27 +319,28 @@ def resolve(version: str, fields: dict[str, Any], model: HybridModel, gpu: SimGP
     changed: dict[str, tuple[Any, Any]] = {}
     for name in ("tokenizer_path", "served_model_name"):
         if f.get(name) is None:
-            changed[name] = (None, f["model_path"])
-            f[name] = f["model_path"]
+            _set(f, changed, name, f["model_path"], version)
     if f.get("device") is None:
-        changed["device"] = (None, "cuda")
-        f["device"] = "cuda"
+        _set(f, changed, "device", "cuda", version)
     if f.get("page_size") is None:
-        changed["page_size"] = (None, 1)
-        f["page_size"] = 1
+        _set(f, changed, "page_size", 1, version)
     if f.get("attention_backend") is None:
-        changed["attention_backend"] = (None, "triton")
-        f["attention_backend"] = "triton"
+        _set(f, changed, "attention_backend", "triton", version)
     if version != "0.5.11" and f.get("mamba_full_memory_ratio") is None:
         f["mamba_full_memory_ratio"] = 0.9  # declared fallback (0.5.20+)
     # 0.5.11 ServerArgs.__post_init__ order: GPU memory settings, model-specific (mamba)
     # adjustments, then speculative decoding
-    _gpu_memory_defaults(f, gpu, changed)
-    if version == "0.5.11":
-        _mamba_0_5_11(f, model, warnings, changed)
-    else:
-        _mamba_0_5_23(f, model, warnings, changed)
-    _speculative_defaults(f, version, warnings, changed)
+    try:
+        _gpu_memory_defaults(f, gpu, changed, version)
+        if version == "0.5.11":
+            _mamba_0_5_11(f, model, warnings, changed)
+        else:
+            _mamba_0_5_23(f, model, warnings, changed)
+        _speculative_defaults(f, version, warnings, changed)
+    except Failure as failure:
+        # the state at failure: fields as resolved up to the raise
+        failure.partial = Resolved(version=version, fields=f, warnings=warnings, changed=changed)
+        raise
     return Resolved(version=version, fields=f, warnings=warnings, changed=changed)
 
 

@@ -56,6 +56,9 @@ def sim_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--sim-speed", type=float, default=1.0, help="time scale: 10 runs ten times faster")
     p.add_argument("--sim-gpu-file", default=None, help=f"GPU readings file (default ${ENV_GPU_FILE} or ./sim-gpu.json)")
     p.add_argument("--sim-truth", default=None, help=f"ground-truth JSON for tests (default ${ENV_TRUTH})")
+    p.add_argument("--sim-resolve", action="store_true",
+                   help="print the pre-flight resolve JSON of SGLANG_ARGS (mambaconsole resolve --json shape) and exit")
+    p.add_argument("--sim-params", action="store_true", help="print the simulated parser's option metadata as JSON and exit")
     p.add_argument("--sim-help", action="help", help="show the simulator's own options")
     return p
 
@@ -612,6 +615,17 @@ def _graph_batch_sizes(max_bs: int) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sim, rest = sim_arg_parser().parse_known_args(argv)
+    if sim.sim_resolve or sim.sim_params:
+        from mambaconsole.sim import preflight
+
+        try:
+            gpu = SimGPU.parse(sim.sim_gpu)
+        except ValueError as exc:
+            print(f"python -m mambaconsole.sim: error: {exc}", file=sys.stderr)
+            return 2
+        out = preflight.params(sim.sim_version) if sim.sim_params else preflight.resolve_report(sim.sim_version, rest, gpu)
+        sys.stdout.write(json.dumps(out) + "\n")
+        return 0
     try:
         server = SimServer(sim, rest)
     except ValueError as exc:
