@@ -59,7 +59,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar, Iterable, Iterator
 
 from mambaconsole.sglang.text import display_text
@@ -79,6 +78,48 @@ __all__ = [
 
 # --------------------------------------------------------------------------------------
 # events
+
+
+class _cached:
+    """Like functools.cached_property, without 3.11's per-access lock (events are never
+    shared between threads while being filled)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        v = self.fn(obj)
+        obj.__dict__[self.name] = v
+        return v
+
+
+_DEFAULTS: dict[type, dict] = {}
+
+
+def _mk(cls, kw: dict, **extra):
+    """Fast constructor for the hot event types: same result as ``cls(**kw, **extra)``
+    (every field set, defaults applied) without the frozen ``__init__``'s per-field
+    ``object.__setattr__``. Only for internal use with complete keyword sets."""
+    d = _DEFAULTS.get(cls)
+    if d is None:
+        import dataclasses
+
+        d = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                d[f.name] = f.default
+        _DEFAULTS[cls] = d
+    o = object.__new__(cls)
+    od = o.__dict__
+    od.update(d)
+    od.update(kw)
+    if extra:
+        od.update(extra)
+    return o
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,9 +170,12 @@ class PythonWarning(Event):
 def _num(v: str | None) -> float | None:
     if v is None:
         return None
-    v = v.strip().rstrip("%")
     try:
         return float(v)
+    except ValueError:
+        pass
+    try:
+        return float(v.strip().rstrip("%"))
     except ValueError:
         return None
 
@@ -139,7 +183,6 @@ def _num(v: str | None) -> float | None:
 def _int(v: str | None) -> int | None:
     if v is None:
         return None
-    v = v.strip()
     try:
         return int(v)
     except ValueError:
@@ -176,10 +219,22 @@ class BatchLine(Event):
     #: True for a bare fragment without the ``Decode batch`` head (a quoted excerpt)
     fragment: bool = False
 
-    @cached_property
+    @_cached
     def fields(self) -> dict[str, str]:
         """SGLang key → value text, in print order. Handles a trailing ``, `` or none,
         extra spaces, and the comma inside ``est uncap acc len: x [lo, hi]`` (0.5.18+)."""
+        body = self.body
+        if (body.count(",") == body.count(", ") and body.count(":") == body.count(": ")
+                and "  " not in body):
+            fast: dict[str, str] = {}
+            for piece in body.split(", "):
+                key, sep, value = piece.partition(": ")
+                if sep:
+                    fast[key] = value
+                elif piece:
+                    break
+            else:
+                return fast
         out: dict[str, str] = {}
         last = None
         for piece in self.body.split(","):
@@ -608,14 +663,33 @@ class HttpServerUp(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class HttpAccess(Event):
-    """uvicorn access line ``INFO:     127.0.0.1:40418 - "GET /path HTTP/1.1" 404 Not Found``."""
+    """uvicorn access line ``INFO:     127.0.0.1:40418 - "GET /path HTTP/1.1" 404 Not Found``
+    (polling endpoints writes one per request). The parts are read from ``message`` on
+    first access; each is None when the line does not have it."""
 
-    client: str | None = None
-    method: str | None = None
-    path: str | None = None
-    status: int | None = None
     KIND = "http_access"
     VERSIONS = "all (uvicorn)"
+
+    @_cached
+    def _parts(self) -> tuple:
+        m = _RE_ACCESS.match(self.message)
+        return m.groups() if m else (None, None, None, None)
+
+    @property
+    def client(self) -> str | None:
+        return self._parts[0]
+
+    @property
+    def method(self) -> str | None:
+        return self._parts[1]
+
+    @property
+    def path(self) -> str | None:
+        return self._parts[2]
+
+    @property
+    def status(self) -> int | None:
+        return _int(self._parts[3])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1020,18 +1094,30 @@ def _hms(text: str | None) -> float | None:
     return float(s)
 
 
-def _p_batch(cls):
+def _p_batch(cls, head: str):
+    n = len(head)
+    new = object.__new__
+    setdict = object.__setattr__
+
     def parse(msg: str, kw: dict) -> Event | None:
-        m = _RE_BATCH_HEAD.match(msg)
-        if not m:
+        if not msg.startswith(head):
             return None
-        body = msg[m.end():]
-        return cls(body=body, iteration=_int(m.group(2)), **kw)
+        if msg[n:n + 2] == " [":
+            m = _RE_BATCH_HEAD.match(msg)
+            if m is None:
+                return None
+            return _mk(cls, kw, body=msg[m.end():], iteration=_int(m.group(2)))
+        o = new(cls)
+        kw["body"] = msg[n:]
+        kw["iteration"] = None
+        kw["fragment"] = False
+        setdict(o, "__dict__", kw)  # adopts kw: the callers never reuse it
+        return o
     return parse
 
 
-_p_decode = _p_batch(DecodeBatch)
-_p_prefill = _p_batch(PrefillBatch)
+_p_decode = _p_batch(DecodeBatch, "Decode batch")
+_p_prefill = _p_batch(PrefillBatch, "Prefill batch")
 
 
 def _p_load(msg: str, kw: dict) -> Event | None:
@@ -1165,15 +1251,15 @@ def _p_the(msg: str, kw: dict) -> Event | None:
 def _p_info(msg: str, kw: dict) -> Event | None:
     if not msg.startswith("INFO:"):
         return None
-    m = _RE_UVICORN_UP.search(msg)
+    if ' - "' in msg:
+        o = object.__new__(HttpAccess)
+        object.__setattr__(o, "__dict__", kw)  # adopts kw
+        return o
+    m = _RE_UVICORN_UP.search(msg) if "Uvicorn running" in msg else None
     if m:
         url = m.group(1)
         pm = re.search(r":(\d+)/?$", url)
         return HttpServerUp(url=url, port=_i(pm), **kw)
-    m = _RE_ACCESS.match(msg)
-    if m:
-        return HttpAccess(client=m.group(1), method=m.group(2), path=m.group(3),
-                          status=int(m.group(4)), **kw)
     return None
 
 
@@ -1269,61 +1355,60 @@ def _p_killed(msg: str, kw: dict) -> Event | None:
 
 
 #: first four characters of the message → parsers to try in order
-_DISPATCH: dict[str, tuple] = {
-    "Deco": (_p_decode,),
-    "Pref": (_p_prefill,),
-    "Load": (_p_load,),
-    "Init": (_p_init,),
-    "Memo": (_p_mem,),
-    "Mamb": (_p_mamba,),
-    "KV C": (_p_kv,),
-    "Full": (_p_kv,),
-    "SWA ": (_p_kv,),
-    "Post": (_p_kv,),
-    "Capt": (_p_capture,),
-    "max_": (_p_max,),
-    "serv": (_p_server_args,),
-    "The ": (_p_the,),
-    "INFO": (_p_info,),
-    "SIGQ": (_p_sigquit,),
-    "Rece": (_p_sigquit,),
-    "Subp": (_p_sub,),
-    "Rank": (_p_rank,),
-    "kill": (_p_kill,),
-    "Watc": (_p_watchdog,),
-    "Sche": (_p_watchdog,),
-    "Heal": (_p_health,),
-    "KV c": (_p_retract,),
-    "'--m": (_p_quote,),
-    "'--": (_p_quote,),
-    "Endp": (_p_endpoint,),
-    "Hybr": (_p_hybrid,),
-    "Disa": (_p_disable,),
-    "Usin": (_p_using,),
-    "Kill": (_p_killed,),
+_DISPATCH: dict[str, Any] = {
+    "Deco": _p_decode,
+    "Pref": _p_prefill,
+    "Load": _p_load,
+    "Init": _p_init,
+    "Memo": _p_mem,
+    "Mamb": _p_mamba,
+    "KV C": _p_kv,
+    "Full": _p_kv,
+    "SWA ": _p_kv,
+    "Post": _p_kv,
+    "Capt": _p_capture,
+    "max_": _p_max,
+    "serv": _p_server_args,
+    "The ": _p_the,
+    "INFO": _p_info,
+    "SIGQ": _p_sigquit,
+    "Rece": _p_sigquit,
+    "Subp": _p_sub,
+    "Rank": _p_rank,
+    "kill": _p_kill,
+    "Watc": _p_watchdog,
+    "Sche": _p_watchdog,
+    "Heal": _p_health,
+    "KV c": _p_retract,
+    "'--m": _p_quote,
+    "'--": _p_quote,
+    "Endp": _p_endpoint,
+    "Hybr": _p_hybrid,
+    "Disa": _p_disable,
+    "Usin": _p_using,
+    "Kill": _p_killed,
 }
 
 
 def _classify(msg: str, kw: dict) -> Event:
     """The typed event for one logical message (envelope already removed). Never raises."""
-    parsers = _DISPATCH.get(msg[:4])
-    if parsers is None and msg[:1] == "'":
-        parsers = (_p_quote,)
-    if parsers is not None:
-        for p in parsers:
-            try:
-                ev = p(msg, kw)
-            except Exception:  # pragma: no cover - a parser bug must not lose the line
-                ev = None
-            if ev is not None:
-                return ev
+    p = _DISPATCH.get(msg[:4])
+    if p is None and msg[:1] == "'":
+        p = _p_quote
+    if p is not None:
+        try:
+            ev = p(msg, kw)
+        except Exception:  # pragma: no cover - a parser bug must not lose the line
+            ev = None
+        if ev is not None:
+            return ev
     # bare fragments of batch lines (quoted excerpts without the head)
-    if "throughput (token/s)" in msg:
+    if kw.get("time") is None and "throughput (token/s)" in msg:
         if "gen throughput" in msg or "accept len" in msg:
             return DecodeBatch(body=msg, fragment=True, **kw)
         if "#new-token" in msg:
             return PrefillBatch(body=msg, fragment=True, **kw)
-    return Text(**kw)
+    return _mk(Text, kw)
 
 
 # --------------------------------------------------------------------------------------
@@ -1331,7 +1416,8 @@ def _classify(msg: str, kw: dict) -> Event:
 
 
 _ENV_RE = re.compile(
-    r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] ?"
+    r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] ?(.*)",
+    re.S,
 )
 
 
@@ -1346,15 +1432,17 @@ def _split_envelope(line: str) -> tuple[str | None, str | None, str]:
         m = _ENV_RE.match(line, j)
         if m is None:
             return None, None, line
-    time = m.group(1)
-    rank = m.group(2).strip() or None
-    msg = line[m.end():]
+    time, tags, msg = m.groups()
+    rank = tags[1:] or None
     if msg[:3] == "[20":  # doubled envelope
         m2 = _ENV_RE.match(msg)
         if m2 is not None:
-            rank = rank or (m2.group(2).strip() or None)
-            msg = msg[m2.end():]
+            rank = rank or (m2.group(2)[1:] or None)
+            msg = m2.group(3)
     return time, rank, msg
+
+
+_LEVEL_HEADS = frozenset(("DEBU", "INFO", "WARN", "ERRO", "CRIT"))
 
 
 def _strip_level(msg: str) -> tuple[str | None, str]:
@@ -1369,7 +1457,7 @@ def parse_line(line: str | bytes) -> Event:
     text = display_text(line)
     time, rank, msg = _split_envelope(text)
     level = None
-    if msg[:1] in "DIWEC":
+    if msg[:4] in _LEVEL_HEADS and msg[4:5] != ":":
         level, msg = _strip_level(msg)
     kw = {"text": text, "message": msg, "time": time, "rank": rank, "level": level}
     if "Traceback (most recent call last)" in msg or _RE_EXC.match(msg) and time is None:
@@ -1442,6 +1530,7 @@ _WRAP_WIDTH = 100
 _P_PLAIN = 0      # one logical message, may get continuation lines
 _P_TB = 1         # traceback being collected
 _P_TB_END = 2     # traceback after a blank line following its exception line
+_P_TEXT = 3       # like _P_PLAIN, known to match no format while it stays one line
 
 
 def _is_start(msg: str) -> bool:
@@ -1458,6 +1547,14 @@ def _is_start(msg: str) -> bool:
     if c == "[" and _ENV_RE.match(msg):
         return True
     return False
+
+
+_MAYBE_INCOMPLETE = frozenset(("Deco", "Pref", "max_", "serv"))
+_HOT_RE = re.compile(
+    r"(\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
+    r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?"
+    r"(?!\[20)([^\x00-\x1f\x7f-\x9f]*))\n?\Z"
+)
 
 
 def _incomplete(msg: str) -> bool:
@@ -1488,16 +1585,94 @@ class LogParser:
         self._n = 0
         self._pend: dict | None = None     # kw of the pending record
         self._pkind = _P_PLAIN
-        self._plines: list[str] = []       # display text of its physical lines
+        self._plines: list[str] | None = None  # physical lines when more than one / traceback
         self._pmsg = ""                    # logical message (joined)
         self._pfirst: str | None = None    # traceback: the first line's message (with header)
-        self._plast = ""                   # last physical line (raw width check)
+        self._plast = ""                   # last physical line (terminal-wrap check)
 
     # -- public -------------------------------------------------------------------------
 
     def feed(self, line: str | bytes) -> list[Event]:
         try:
-            return self._feed(line)
+            # hot path: a clean enveloped line (no control characters, not a traceback head)
+            m = _HOT_RE.match(line) if type(line) is str else None
+            if m is None:
+                return self._feed(line)
+            text, time, tags, level, msg = m.groups()
+            if msg[-1:] == ":":
+                return self._feed(line)
+            self._n += 1
+            kw = {"text": text, "message": msg, "time": time, "rank": tags[1:] or None,
+                  "line_no": self._n, "level": level}
+            head = msg[:4]
+            p = _DISPATCH.get(head)
+            if p is not None:
+                ev = p(msg, kw)
+                if ev is not None and not (head in _MAYBE_INCOMPLETE and _incomplete(msg)):
+                    if self._pend is None:
+                        return [ev]
+                    out = self.flush()
+                    out.append(ev)
+                    return out
+                kw = {"text": text, "message": msg, "time": time, "rank": tags[1:] or None,
+                      "line_no": self._n, "level": level}
+            # plain text, or a record that may continue: pending
+            out = self.flush() if self._pend is not None else []
+            self._pend = kw
+            self._pmsg = msg
+            self._plast = text
+            self._pkind = _P_PLAIN if p is not None else _P_TEXT
+            self._plines = None
+            self._pfirst = None
+            return out
+        except Exception:  # pragma: no cover - last resort: keep the line as text
+            out = self.flush()
+            t = display_text(line) if isinstance(line, (str, bytes)) else repr(line)
+            out.append(Text(text=t, message=t, line_no=self._n))
+            return out
+
+    def _feed(self, line: str | bytes) -> list[Event]:
+        try:
+            if type(line) is str:
+                if line[-1:] == "\n":
+                    line = line[:-1]
+                text = line if line.isprintable() else display_text(line)
+            else:
+                text = display_text(line)
+            self._n += 1
+            m = _ENV_RE.match(text) if text[:1] == "[" else None
+            if m is not None:
+                time, tags, msg = m.groups()
+                rank = tags[1:] or None
+                if msg[:3] == "[20":
+                    time, rank, msg = _split_envelope(text)
+            elif "[20" in text[:200]:
+                time, rank, msg = _split_envelope(text)
+            else:
+                time = rank = None
+                msg = text
+            if time is not None:
+                level = None
+                if msg[:4] in _LEVEL_HEADS and msg[4:5] != ":":
+                    level, msg = _strip_level(msg)
+                pend = self._pend
+                if pend is None:
+                    out = []
+                elif self._plines is None and pend["time"] is not None:  # the hot path
+                    out = [_classify(self._pmsg, pend)]
+                else:
+                    out = [self._finish()]
+                if msg[-1:] == ":" and msg.endswith("(most recent call last):"):
+                    self._start(text, time, rank, msg, level)
+                else:
+                    self._pend = {"text": text, "message": msg, "time": time, "rank": rank,
+                                  "line_no": self._n, "level": level}
+                    self._pmsg = msg
+                    self._plast = text
+                    self._pkind = _P_PLAIN
+                    self._plines = None
+                return out
+            return self._feed_bare(text, msg)
         except Exception:  # pragma: no cover - last resort: keep the line as text
             out = self.flush()
             t = display_text(line) if isinstance(line, (str, bytes)) else repr(line)
@@ -1508,24 +1683,35 @@ class LogParser:
         """The pending record as an event (empty list when none)."""
         if self._pend is None:
             return []
+        if self._plines is None and self._pkind == _P_TEXT:
+            ev = _mk(Text, self._pend)
+            self._pend = None
+            return [ev]
         try:
             ev = self._finish()
         except Exception:  # pragma: no cover
-            ev = Text(text="\n".join(self._plines), message=self._pmsg, line_no=self._pend.get("line_no", 0))
+            ev = Text(text="\n".join(self._lines()), message=self._pmsg,
+                      line_no=self._pend.get("line_no", 0))
         self._pend = None
-        self._plines = []
+        self._plines = None
         return [ev]
 
     # -- internals ----------------------------------------------------------------------
 
+    def _lines(self) -> list[str]:
+        if self._plines is None:
+            self._plines = [self._pend["text"]] if self._pend is not None else []
+        return self._plines
+
     def _finish(self) -> Event:
         kw = self._pend
         assert kw is not None
-        if len(self._plines) > 1:
-            kw["text"] = "\n".join(self._plines)
+        lines = self._lines()
+        if len(lines) > 1:
+            kw["text"] = "\n".join(lines)
         kw["message"] = self._pmsg
-        if self._pkind != _P_PLAIN:
-            body = self._plines[1:] if self._pfirst is not None else self._plines
+        if self._pkind == _P_TB or self._pkind == _P_TB_END:
+            body = lines[1:] if self._pfirst is not None else lines
             return _finish_traceback(kw, body, self._pfirst)
         msg = self._pmsg
         if kw["time"] is None:
@@ -1539,7 +1725,7 @@ class LogParser:
                                     total=_int(pm.group("total")), percent=_num(pm.group("pct")),
                                     elapsed_s=_hms(pm.group("el")), **kw)
             if "Warning: " in msg:
-                wm = _RE_PYWARN.match(self._plines[0])
+                wm = _RE_PYWARN.match(lines[0])
                 if wm:
                     kw["level"] = "WARNING"
                     return PythonWarning(category=wm.group(3), file=wm.group(1),
@@ -1549,113 +1735,91 @@ class LogParser:
     def _start(self, text: str, time, rank, msg, level) -> None:
         self._pend = {"text": text, "message": msg, "time": time, "rank": rank,
                       "line_no": self._n, "level": level}
-        self._plines = [text]
+        self._plines = None
         self._pmsg = msg
         self._plast = text
+        self._pkind = _P_PLAIN
+        self._pfirst = None
         if time is not None:
             if msg.endswith("(most recent call last):") and "Traceback (most recent call last)" in msg:
                 self._pkind = _P_TB
                 self._pfirst = msg
-                return
+                self._plines = [text]
         else:
             s = msg.lstrip()
-            if s.startswith("Traceback (most recent call last)") or s.startswith('File "'):
+            if s.startswith("Traceback (most recent call last)") or s.startswith('File "') or (
+                    s[:1] not in ("", " ") and "Warning: " not in msg and _RE_EXC.match(msg)):
                 self._pkind = _P_TB
-                self._pfirst = None
-                return
-            if s[:1] not in ("", " ") and _RE_EXC.match(msg) and "Warning: " not in msg:
-                self._pkind = _P_TB
-                self._pfirst = None
-                return
-        self._pkind = _P_PLAIN
-        self._pfirst = None
+                self._plines = [text]
 
-    def _feed(self, raw: str | bytes) -> list[Event]:
-        self._n += 1
-        if isinstance(raw, str):
-            text = raw[:-1] if raw[-1:] == "\n" else raw
-            if not text.isprintable():
-                text = display_text(text)
-        else:
-            text = display_text(raw)
-        # envelope
-        if text[:1] == "[" or "[20" in text[:200]:
-            time, rank, msg = _split_envelope(text)
-        else:
-            time = rank = None
-            msg = text
-        level = None
-        if time is not None and msg[:1] in "DIWEC":
-            level, msg = _strip_level(msg)
-
+    def _feed_bare(self, text: str, msg: str) -> list[Event]:
+        """A line without envelope: continuation, traceback body, or a record of its own."""
         pend = self._pend
         if pend is None:
-            if time is None and not msg.strip():
+            if not msg.strip():
                 return [Text(text=text, message=msg, line_no=self._n)]
-            self._start(text, time, rank, msg, level)
+            self._start(text, None, None, msg, None)
             return []
-
-        if time is None:
-            kind = self._pkind
-            if kind == _P_TB:
-                if len(self._plines) < _MAX_RECORD_LINES:
-                    s = msg.lstrip()
-                    if not s:
-                        if self._tb_has_exc():
-                            self._pkind = _P_TB_END
-                        self._plines.append(text)
-                        return []
-                    if not _is_start(msg) or s.startswith("Traceback"):
-                        self._plines.append(text)
-                        return []
-            elif kind == _P_TB_END:
+        kind = self._pkind
+        lines = self._lines()
+        if kind == _P_TB:
+            if len(lines) < _MAX_RECORD_LINES:
                 s = msg.lstrip()
-                if s.startswith("During handling") or s.startswith("The above exception") \
-                        or s.startswith("Traceback"):
-                    self._pkind = _P_TB
-                    self._plines.append(text)
-                    return []
                 if not s:
-                    self._plines.append(text)
+                    if self._tb_has_exc():
+                        self._pkind = _P_TB_END
+                    lines.append(text)
                     return []
-                # the traceback ended at the blank line: trailing blanks belong to nobody
-                blanks = 0
-                while self._plines and not self._plines[-1].strip():
-                    self._plines.pop()
-                    blanks += 1
-                out = self.flush()
-                for k in range(blanks):
-                    out.append(Text(text="", message="", line_no=self._n - blanks + k))
-                self._start(text, time, rank, msg, level)
-                return out
-            else:
-                if msg and len(self._plines) < _MAX_RECORD_LINES:
-                    c = msg[0]
-                    if c == " " or c == "\t":
-                        s = msg.lstrip()
-                        is_frame = s.startswith('File "') and _RE_FRAME.match(msg) is not None
-                        is_exc = (s[:1].isupper() or s[:2] == "->") and _RE_EXC.match(msg) is not None
-                        if not is_frame and not is_exc:
-                            self._plines.append(text)
-                            self._pmsg = self._pmsg.rstrip() + " " + msg.strip()
-                            self._plast = text
-                            return []
-                    elif not _is_start(msg) and not _RE_EXC.match(msg) and (
-                            _incomplete(self._pmsg)
-                            or (len(self._plast) >= _WRAP_WIDTH and self._plast[-1:].isalnum())):
-                        self._plines.append(text)
-                        self._pmsg = self._pmsg + msg
-                        self._plast = text
-                        return []
+                if not _is_start(msg) or s.startswith("Traceback"):
+                    lines.append(text)
+                    return []
+        elif kind == _P_TB_END:
+            s = msg.lstrip()
+            if s.startswith("During handling") or s.startswith("The above exception") \
+                    or s.startswith("Traceback"):
+                self._pkind = _P_TB
+                lines.append(text)
+                return []
+            if not s:
+                lines.append(text)
+                return []
+            # the traceback ended at the blank line: trailing blanks belong to nobody
+            blanks = 0
+            while lines and not lines[-1].strip():
+                lines.pop()
+                blanks += 1
+            out = self.flush()
+            for k in range(blanks):
+                out.append(Text(text="", message="", line_no=self._n - blanks + k))
+            self._start(text, None, None, msg, None)
+            return out
+        elif msg and len(lines) < _MAX_RECORD_LINES:
+            c = msg[0]
+            if c == " " or c == "\t":
+                s = msg.lstrip()
+                is_frame = s.startswith('File "') and _RE_FRAME.match(msg) is not None
+                is_exc = (s[:1].isupper() or s[:2] == "->") and _RE_EXC.match(msg) is not None
+                if not is_frame and not is_exc:
+                    lines.append(text)
+                    self._pmsg = self._pmsg.rstrip() + " " + msg.strip()
+                    self._plast = text
+                    return []
+            elif not _is_start(msg) and not _RE_EXC.match(msg) and (
+                    _incomplete(self._pmsg)
+                    or (len(self._plast) >= _WRAP_WIDTH and self._plast[-1:].isalnum())):
+                lines.append(text)
+                self._pmsg = self._pmsg + msg
+                self._plast = text
+                return []
         out = self.flush()
-        if time is None and not msg.strip():
+        if not msg.strip():
             out.append(Text(text=text, message=msg, line_no=self._n))
             return out
-        self._start(text, time, rank, msg, level)
+        self._start(text, None, None, msg, None)
         return out
 
     def _tb_has_exc(self) -> bool:
-        for line in reversed(self._plines):
+        for line in reversed(self._lines()):
             if line[:1] not in " \t" and _RE_EXC.match(line):
                 return True
         return False
