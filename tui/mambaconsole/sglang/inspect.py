@@ -1,0 +1,159 @@
+"""What a captured file says: detection of its kind and the ``inspect --json`` object.
+
+:func:`inspect_text` returns exactly the object documented for ``mambaconsole inspect
+--json`` (issue 3): every key present, None where the input does not tell, numbers as
+SGLang printed them, memory in SGLang's "GB".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mambaconsole.errors import ConsoleError
+from mambaconsole.sglang import events as E
+from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table
+from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
+from mambaconsole.sglang.server_info import parse_server_info
+from mambaconsole.sglang.summary import Finding, summarize
+
+__all__ = ["detect_kind", "inspect_text", "empty_result", "KINDS"]
+
+KINDS = ("log", "metrics", "server_info", "gpu_table")
+
+
+def empty_result(kind: str) -> dict[str, Any]:
+    return {
+        "kind": kind, "sglang_version": None, "ranks": [], "boots": 0, "outcome": "unknown",
+        "failure": None,
+        "memory_gb": {"weights": None, "kv_cache": None, "mamba_conv": None, "mamba_ssm": None,
+                      "mamba_intermediate": None, "mamba_total": None, "cuda_graph": None,
+                      "avail_after_load": None},
+        "mamba_slots": None,
+        "concurrency": {"requested": None, "effective": None, "slots_per_request": None},
+        "last_decode": None,
+        "spec": {"enabled": None, "batches": 0, "mean_accept_len": None, "collapsed": False},
+        "server_args": None, "metrics": None, "gpus": [], "findings": [],
+    }
+
+
+def detect_kind(text: str) -> str:
+    """``"server_info"`` (a JSON object), ``"metrics"`` (Prometheus text with ``sglang:``
+    series), ``"gpu_table"`` (nvidia-smi / CSV / gpustat), else ``"log"``."""
+    s = text.lstrip()
+    if s.startswith("{"):
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            return "server_info"
+    if looks_like_metrics(text):
+        return "metrics"
+    if looks_like_gpu_table(text):
+        return "gpu_table"
+    return "log"
+
+
+def _log(text: str) -> dict[str, Any]:
+    events = E.parse_text(text)
+    s = summarize(events)
+    out = empty_result("log")
+    out["ranks"] = s.ranks
+    out["boots"] = len(s.boots) if any(b.events for b in s.boots) else 0
+    out["outcome"] = s.outcome
+    out["failure"] = s.failure.as_json() if s.failure else None
+    out["memory_gb"] = s.memory_gb()
+    out["mamba_slots"] = s.mamba_slots()
+    out["concurrency"] = s.concurrency()
+    out["last_decode"] = s.last_decode()
+    out["spec"] = s.spec.as_json()
+    out["server_args"] = s.last.server_args
+    out["findings"] = [f.as_json() for f in s.findings]
+    return out
+
+
+def _metrics(text: str) -> dict[str, Any]:
+    m = parse_metrics(text)
+    out = empty_result("metrics")
+    out["metrics"] = m.as_json()
+    out["memory_gb"].update({"weights": m.weight_memory_usage_gb, "kv_cache": m.kv_cache_memory_usage_gb,
+                             "cuda_graph": m.graph_memory_usage_gb})
+    if m.spec_exported:
+        acc = m.spec_accept_length
+        out["spec"] = {"enabled": bool(acc) if acc is not None else None, "batches": 0,
+                       "mean_accept_len": acc if acc else None,
+                       "collapsed": acc is not None and 0 < acc <= 1.005}
+    findings = []
+    if not m.spec_exported:
+        findings.append(Finding("not_exported", "no sglang:spec_* series: not exported by this server"))
+    if not any(n.startswith("sglang:mamba_") for n in m.samples):
+        findings.append(Finding("not_exported", "no sglang:mamba_* series: not exported by this server"))
+    if m.nan:
+        findings.append(Finding("no_data", "NaN (no data yet): " + ", ".join(m.nan)))
+    if m.dropped_lines:
+        findings.append(Finding("lines_dropped", f"{m.dropped_lines} line(s) that are not exposition format ignored"))
+    out["findings"] = [f.as_json() for f in findings]
+    out["outcome"] = "unknown"
+    return out
+
+
+def _server_info(text: str) -> dict[str, Any]:
+    si = parse_server_info(text)
+    out = empty_result("server_info")
+    out["sglang_version"] = si.version
+    out["outcome"] = "ready" if si.status == "ready" else ("starting" if si.status else "unknown")
+    out["server_args"] = si.effective_args
+    mem = si.memory
+    out["memory_gb"].update({"weights": mem.weight_gb, "kv_cache": mem.kvcache_gb, "cuda_graph": mem.graph_gb})
+    slots = si.effective_args.get("max_mamba_cache_size")
+    out["mamba_slots"] = slots if isinstance(slots, int) and not isinstance(slots, bool) else None
+    out["concurrency"] = {"requested": si.requested_max_running_requests,
+                          "effective": si.effective_max_running_requests_per_dp, "slots_per_request": None}
+    out["spec"] = {"enabled": si.spec_enabled, "batches": 0, "mean_accept_len": si.avg_spec_accept_length,
+                   "collapsed": si.avg_spec_accept_length is not None and si.avg_spec_accept_length <= 1.005}
+    findings = []
+    for k, top, internal in si.disagreements:
+        findings.append(Finding("server_info_disagrees",
+                                f"{k}: top level {json.dumps(top)}, scheduler {json.dumps(internal)} (scheduler's value is effective)"))
+    c = out["concurrency"]
+    if c["requested"] is not None and c["effective"] is not None and c["effective"] < c["requested"]:
+        findings.append(Finding("concurrency_capped", f"max_running_requests: requested {c['requested']}, effective {c['effective']}"))
+    out["findings"] = [f.as_json() for f in findings]
+    return out
+
+
+def _gpu(text: str) -> dict[str, Any]:
+    gpus = parse_gpu_table(text)
+    out = empty_result("gpu_table")
+    out["gpus"] = [g.as_json() for g in gpus]
+    findings = []
+    if len(gpus) > 1:
+        lo = min(g.memory_used_mib for g in gpus)
+        for g in gpus:
+            if g.memory_used_mib - lo > 1024 and len(g.processes) > 1:
+                small = sorted(p.memory_mib for p in g.processes)[:-1]
+                findings.append(Finding(
+                    "gpu_extra_processes",
+                    f"GPU{g.index} holds {g.memory_used_mib - lo:g} MiB more than the least used GPU; "
+                    f"{len(g.processes)} processes on it, {len(small)} small ones with {sum(small):g} MiB together"))
+    out["findings"] = [f.as_json() for f in findings]
+    return out
+
+
+def inspect_text(text: str | bytes, kind: str | None = None) -> dict[str, Any]:
+    """The ``inspect --json`` object for a file's content. ``kind`` forces the detection.
+    Raises ConsoleError when the content is not of a readable kind (e.g. JSON that is not
+    server info)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    kind = kind or detect_kind(text)
+    if kind == "server_info":
+        return _server_info(text)
+    if kind == "metrics":
+        return _metrics(text)
+    if kind == "gpu_table":
+        return _gpu(text)
+    if kind == "log":
+        return _log(text)
+    raise ConsoleError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")

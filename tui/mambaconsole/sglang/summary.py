@@ -1,0 +1,454 @@
+"""Derived knowledge from a log's events: boots, per-rank memory budget, effective
+concurrency, speculative acceptance, and the outcome of the run.
+
+Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
+
+- A **boot** starts at a ``server_args=`` dump, or at a startup line (distributed init /
+  weight load) for a rank that already loaded weights in the current boot, or at any startup
+  line after the current boot ended (failure, ``Killed``). Per-boot fields describe the last
+  boot.
+- **Memory budget per rank** (GB as SGLang prints it): weights = ``Load weight end ... mem
+  usage``; KV = sum of the ``KV Cache is allocated`` pools (``Full``+``SWA``; a ``VA upper
+  bound`` line is replaced by the post-capture size when it follows); Mamba conv / ssm /
+  intermediate from ``Mamba Cache is allocated``; graphs = sum of capture ``mem usage``; free
+  after load / after pools / after graphs. A rank without a line has None for it — values are
+  never copied from another rank.
+- **Concurrency**: effective from the cap warning (0.5.18+) or the ``max_total_num_tokens=``
+  summary's ``max_running_requests``; requested from the ``server_args=`` dump; slots per
+  request as SGLang printed them.
+- **Outcome** of the last boot: ``oom`` (a PyTorch OOM or SGLang's "Not enough memory"
+  family), ``arg_error`` (an exception before any weight loading — for an excerpt without
+  startup lines: a ``ValueError``/``AssertionError`` or an argparse ``error:`` not raised in
+  a forward pass), ``crashed`` (any other exception, a scheduler death, a child crash, a
+  SIGQUIT), ``exited`` (``Killed`` / ``kill_process_tree`` without a shown exception),
+  ``ready`` (``The server is fired up``), ``starting`` (startup lines only), ``unknown``.
+  A cut traceback (no exception line) gives ``crashed`` with exception None: no cause is
+  guessed.
+- **Failure phase**: ``args`` (before weight loading), ``load`` (weights loading; any OOM
+  before ``Load weight end``), ``startup`` (after weights, before serving; warm-up),
+  ``runtime`` (after ready, or a scheduler exception after HTTP came up), None when the
+  excerpt does not tell.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mambaconsole.sglang import events as E
+from mambaconsole.sglang.spec import SpecStats, spec_stats
+
+__all__ = [
+    "RankMemory", "Failure", "Finding", "Boot", "LogSummary", "summarize", "rank_sort_key",
+    "OUTCOMES",
+]
+
+OUTCOMES = ("ready", "starting", "oom", "arg_error", "crashed", "exited", "unknown")
+
+_ARGPARSE_ERR = re.compile(r"^(?:usage: .*|[\w./ -]+: error: .+)$")
+_MAIN = "main"
+
+
+def rank_sort_key(rank: str | None) -> tuple:
+    """Order ranks by their numeric tags (DP, PP, ..., TP, EP); the main process (None) last."""
+    if rank is None:
+        return (1,)
+    tags = E.rank_tags(rank)
+    order = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "CP")
+    return (0,) + tuple(tags.get(k, -1) for k in order) + (rank,)
+
+
+@dataclass
+class RankMemory:
+    """One rank's startup memory lines (GB as printed; None = line not seen)."""
+
+    rank: str | None
+    weights: float | None = None
+    kv_cache: float | None = None
+    kv_tokens: int | None = None
+    mamba_conv: float | None = None
+    mamba_ssm: float | None = None
+    mamba_intermediate: float | None = None
+    mamba_slots: int | None = None
+    mamba_line_cut: bool = False
+    cuda_graph: float | None = None
+    avail_after_load: float | None = None
+    avail_after_pool: float | None = None
+    avail_before_graph: float | None = None
+    avail_after_graph: float | None = None
+    graph_batch_sizes: tuple[int, ...] | None = None
+    _kv_upper: bool = False
+
+    @property
+    def mamba_total(self) -> float | None:
+        parts = [self.mamba_conv, self.mamba_ssm, self.mamba_intermediate]
+        if all(p is None for p in parts):
+            return None
+        return round(sum(p for p in parts if p is not None), 6)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"weights": self.weights, "kv_cache": self.kv_cache, "mamba_conv": self.mamba_conv,
+                "mamba_ssm": self.mamba_ssm, "mamba_intermediate": self.mamba_intermediate,
+                "mamba_total": self.mamba_total, "cuda_graph": self.cuda_graph,
+                "avail_after_load": self.avail_after_load}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What ended a boot. ``phase``: args/load/startup/runtime or None; ``exception`` the
+    exception type as printed (``torch.OutOfMemoryError``) or None when not shown."""
+
+    phase: str | None
+    exception: str | None
+    message: str | None
+    rank: str | None
+    event: E.Event | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"phase": self.phase, "exception": self.exception, "message": self.message, "rank": self.rank}
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass
+class Boot:
+    """One server start within a log."""
+
+    events: list[E.Event] = field(default_factory=list)
+    memory: dict[str | None, RankMemory] = field(default_factory=dict)
+    server_args: dict[str, Any] | None = None
+    summary: E.ReadySummary | None = None
+    capped: E.ConcurrencyCapped | None = None
+    decodes: list[E.DecodeBatch] = field(default_factory=list)
+    ready: bool = False
+    http_up: bool = False
+    weights_started: bool = False
+    weights_loaded: bool = False
+    failure: Failure | None = None
+    ended: bool = False
+    killed: bool = False
+    settings: list[E.SettingChanged] = field(default_factory=list)
+    deprecated_flags: list[E.FlagDeprecated] = field(default_factory=list)
+
+    def rank(self, rank: str | None) -> RankMemory:
+        m = self.memory.get(rank)
+        if m is None:
+            m = self.memory[rank] = RankMemory(rank)
+        return m
+
+    @property
+    def ranks(self) -> list[str]:
+        seen = {e.rank for e in self.events if e.rank}
+        return sorted(seen, key=rank_sort_key)
+
+    @property
+    def primary(self) -> RankMemory | None:
+        """The lowest rank that reported any memory line (the main process last)."""
+        keys = sorted(self.memory, key=rank_sort_key)
+        return self.memory[keys[0]] if keys else None
+
+
+@dataclass
+class LogSummary:
+    boots: list[Boot]
+    ranks: list[str]
+    version: str | None
+    outcome: str
+    failure: Failure | None
+    spec: SpecStats
+    findings: list[Finding]
+
+    @property
+    def last(self) -> Boot:
+        return self.boots[-1]
+
+    def memory_gb(self) -> dict[str, Any]:
+        p = self.last.primary
+        if p is None:
+            return RankMemory(None).as_json()
+        return p.as_json()
+
+    def mamba_slots(self) -> int | None:
+        b = self.last
+        p = b.primary
+        if p is not None and p.mamba_slots is not None:
+            return p.mamba_slots
+        if b.capped is not None and b.capped.max_mamba_cache_size is not None:
+            return b.capped.max_mamba_cache_size
+        v = (b.server_args or {}).get("max_mamba_cache_size")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def concurrency(self) -> dict[str, Any]:
+        b = self.last
+        req = (b.server_args or {}).get("max_running_requests")
+        requested = req if isinstance(req, int) and not isinstance(req, bool) else None
+        effective = None
+        slots = None
+        if b.capped is not None:
+            effective = b.capped.effective
+            slots = b.capped.slots_per_request
+        elif b.summary is not None:
+            effective = b.summary.max_running_requests
+        return {"requested": requested, "effective": effective, "slots_per_request": slots}
+
+    def last_decode(self) -> dict[str, Any] | None:
+        if not self.last.decodes:
+            return None
+        d = self.last.decodes[-1]
+        return {"running": d.running, "token_usage": d.token_usage, "mamba_num": d.mamba_num,
+                "mamba_usage": d.mamba_usage, "accept_len": d.accept_len, "accept_rate": d.accept_rate,
+                "graph": d.graph, "gen_throughput": d.gen_throughput, "queue": d.queue}
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _is_startup(ev: E.Event) -> bool:
+    return isinstance(ev, (E.DistributedInit, E.WeightsLoadBegin, E.WeightsLoaded))
+
+
+def _phase_without_context(tb: E.Traceback) -> str | None:
+    text = " ".join(f"{f.file} {f.function or ''}" for f in tb.frames)
+    if re.search(r"forward|event_loop|run_batch|process_batch|/layers/|cuda_graph_runner|sample|"
+                 r"sanity_check|radix_cache", text):
+        return "runtime"
+    if re.search(r"server_args|arg_groups|prepare_server_args|argparse", text):
+        return "args"
+    if tb.oom:
+        return "load"
+    if tb.exc_type in ("ValueError", "AssertionError") and not tb.origin:
+        return "args"
+    return None
+
+
+def _failure_phase(boot: Boot, ev: E.Event) -> str | None:
+    started = boot.weights_started or boot.weights_loaded or any(
+        _is_startup(e) or isinstance(e, (E.KVCacheAllocated, E.MambaCacheAllocated, E.MemoryPoolEnd,
+                                         E.GraphCaptureBegin, E.GraphCaptureEnd, E.ReadySummary))
+        for e in boot.events)
+    if boot.ready:
+        return "runtime"
+    if boot.http_up and isinstance(ev, E.Traceback) and ev.origin == "Scheduler":
+        return "runtime"
+    if not started:
+        if isinstance(ev, E.Traceback):
+            if boot.server_args is not None or boot.deprecated_flags:
+                return "args" if not ev.oom else "load"
+            return _phase_without_context(ev)
+        return None
+    if not boot.weights_loaded:
+        return "load"
+    return "startup"
+
+
+def _new_boot(boots: list[Boot]) -> Boot:
+    b = Boot()
+    boots.append(b)
+    return b
+
+
+def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSummary:
+    """Derive a :class:`LogSummary` from a log's events (in order)."""
+    boots: list[Boot] = [Boot()]
+    b = boots[0]
+    loaded_ranks: set[str | None] = set()
+    all_events: list[E.Event] = []
+    for ev in events:
+        all_events.append(ev)
+        # boot boundaries
+        if isinstance(ev, E.ServerArgsDump):
+            if b.events and (b.weights_started or b.weights_loaded or b.ended or b.server_args is not None):
+                b = _new_boot(boots)
+                loaded_ranks = set()
+        elif _is_startup(ev) and (b.ended or (isinstance(ev, (E.WeightsLoadBegin, E.DistributedInit))
+                                              and ev.rank in loaded_ranks)):
+            b = _new_boot(boots)
+            loaded_ranks = set()
+        b.events.append(ev)
+        t = type(ev)
+        if t is E.DecodeBatch:
+            b.decodes.append(ev)  # type: ignore[arg-type]
+            continue
+        if t is E.ServerArgsDump:
+            b.server_args = ev.args  # type: ignore[attr-defined]
+        elif t is E.WeightsLoadBegin:
+            b.weights_started = True
+        elif t is E.WeightsLoaded:
+            b.weights_loaded = True
+            loaded_ranks.add(ev.rank)
+            r = b.rank(ev.rank)
+            r.weights = ev.mem_usage_gb  # type: ignore[attr-defined]
+            r.avail_after_load = ev.avail_gb  # type: ignore[attr-defined]
+        elif t is E.KVCacheAllocated:
+            r = b.rank(ev.rank)
+            kv = ev.total_gb  # type: ignore[attr-defined]
+            if ev.upper_bound:  # type: ignore[attr-defined]
+                r._kv_upper = True
+                r.kv_cache, r.kv_tokens = kv, ev.tokens  # type: ignore[attr-defined]
+            elif ev.post_capture or r._kv_upper:  # type: ignore[attr-defined]
+                r._kv_upper = False
+                r.kv_cache, r.kv_tokens = kv, ev.tokens  # type: ignore[attr-defined]
+            else:
+                r.kv_cache = kv if r.kv_cache is None or kv is None else round(r.kv_cache + kv, 6)
+                r.kv_tokens = ev.tokens if r.kv_tokens is None else r.kv_tokens  # type: ignore[attr-defined]
+        elif t is E.MambaCacheAllocated:
+            r = b.rank(ev.rank)
+            if not ev.complete:  # type: ignore[attr-defined]
+                r.mamba_line_cut = True
+            else:
+                r.mamba_conv = ev.conv_gb  # type: ignore[attr-defined]
+                r.mamba_ssm = ev.ssm_gb  # type: ignore[attr-defined]
+                r.mamba_intermediate = ev.intermediate_gb  # type: ignore[attr-defined]
+                r.mamba_slots = ev.max_mamba_cache_size  # type: ignore[attr-defined]
+        elif t is E.MemoryPoolEnd:
+            b.rank(ev.rank).avail_after_pool = ev.avail_gb  # type: ignore[attr-defined]
+        elif t is E.GraphCaptureBegin:
+            r = b.rank(ev.rank)
+            if r.avail_before_graph is None:
+                r.avail_before_graph = ev.avail_gb  # type: ignore[attr-defined]
+            if ev.batch_sizes:  # type: ignore[attr-defined]
+                r.graph_batch_sizes = ev.batch_sizes  # type: ignore[attr-defined]
+        elif t is E.GraphBatchSizes:
+            b.rank(ev.rank).graph_batch_sizes = ev.batch_sizes  # type: ignore[attr-defined]
+        elif t is E.GraphCaptureEnd:
+            r = b.rank(ev.rank)
+            if ev.mem_usage_gb is not None:  # type: ignore[attr-defined]
+                r.cuda_graph = round((r.cuda_graph or 0.0) + ev.mem_usage_gb, 6)  # type: ignore[attr-defined]
+            r.avail_after_graph = ev.avail_gb  # type: ignore[attr-defined]
+            if ev.batch_sizes:  # type: ignore[attr-defined]
+                r.graph_batch_sizes = ev.batch_sizes  # type: ignore[attr-defined]
+        elif t is E.ReadySummary:
+            b.summary = ev  # type: ignore[assignment]
+        elif t is E.ConcurrencyCapped:
+            b.capped = ev  # type: ignore[assignment]
+        elif t is E.ServerReady:
+            b.ready = True
+        elif t is E.HttpServerUp:
+            b.http_up = True
+        elif t is E.SettingChanged:
+            b.settings.append(ev)  # type: ignore[arg-type]
+        elif t is E.FlagDeprecated:
+            b.deprecated_flags.append(ev)  # type: ignore[arg-type]
+        elif t is E.Traceback:
+            if b.failure is None or (b.failure.exception is None and ev.exc_type):  # type: ignore[attr-defined]
+                b.failure = Failure(phase=_failure_phase(b, ev), exception=ev.exc_type,  # type: ignore[attr-defined]
+                                    message=ev.exc_message, rank=ev.rank, event=ev)  # type: ignore[attr-defined]
+            b.ended = True
+        elif t in (E.ChildCrashed, E.SchedulerDied, E.WatchdogTimeout):
+            if b.failure is None:
+                b.failure = Failure(phase=_failure_phase(b, ev), exception=None, message=ev.message, rank=ev.rank, event=ev)
+            b.ended = True
+        elif t in (E.SigquitReceived, E.KillProcessTree):
+            b.ended = True
+        elif t is E.Killed:
+            b.killed = True
+            b.ended = True
+        elif t is E.Text and ev.time is None and _ARGPARSE_ERR.match(ev.message) and ": error: " in ev.message:
+            if b.failure is None:
+                b.failure = Failure(phase="args", exception="argparse", message=ev.message.split(": error: ", 1)[1],
+                                    rank=None, event=ev)
+            b.ended = True
+
+    last = boots[-1]
+    outcome = _outcome(last)
+    ranks = sorted({e.rank for e in all_events if e.rank}, key=rank_sort_key)
+    sa = last.server_args or {}
+    configured = None
+    if "speculative_algorithm" in sa:
+        configured = sa.get("speculative_algorithm") is not None
+    stats = spec_stats(last.decodes, version=version, configured=configured)
+    s = LogSummary(boots=boots, ranks=ranks, version=version, outcome=outcome, failure=last.failure,
+                   spec=stats, findings=[])
+    s.findings = _findings(s)
+    return s
+
+
+def _outcome(b: Boot) -> str:
+    f = b.failure
+    if f is not None:
+        ev = f.event
+        if isinstance(ev, E.Traceback) and ev.oom:
+            return "oom"
+        if f.phase == "args":
+            return "arg_error"
+        return "crashed"
+    if b.killed or any(isinstance(e, E.KillProcessTree) for e in b.events):
+        return "exited"
+    if any(isinstance(e, E.SigquitReceived) for e in b.events):
+        return "crashed"
+    if b.ready:
+        return "ready"
+    if b.weights_started or b.weights_loaded or b.memory or b.summary is not None or b.http_up \
+            or any(_is_startup(e) for e in b.events):
+        return "starting"
+    return "unknown"
+
+
+def _findings(s: LogSummary) -> list[Finding]:
+    out: list[Finding] = []
+    b = s.last
+    if s.spec.collapsed:
+        out.append(Finding("spec_collapsed", "accept length sits at 1.00 over the last decode batches: "
+                                             "every draft token is rejected"))
+    c = s.concurrency()
+    if b.capped is not None:
+        msg = f"max_running_requests capped to {c['effective']} by the mamba state cache"
+        if b.capped.max_mamba_cache_size is not None:
+            msg += f" ({b.capped.max_mamba_cache_size} slots, {c['slots_per_request']} per request)"
+        if c["requested"] is not None:
+            msg += f"; requested {c['requested']}"
+        out.append(Finding("concurrency_capped", msg))
+    elif c["requested"] is not None and c["effective"] is not None and c["effective"] < c["requested"]:
+        out.append(Finding("concurrency_capped", f"max_running_requests: requested {c['requested']}, "
+                                                 f"SGLang runs {c['effective']}"))
+    for f in b.deprecated_flags:
+        out.append(Finding("flag_renamed", f"{f.old} is deprecated; use {f.new}"))
+    # per-rank lines seen on some ranks but not others
+    mem_ranks = [r for r in b.memory if r is not None]
+    if len(mem_ranks) > 1 or len(s.ranks) > 1:
+        ranks = [r for r in s.ranks]
+        for label, attr in (("KV cache", "kv_cache"), ("Mamba cache", "mamba_total"),
+                            ("weights", "weights"), ("memory pool end", "avail_after_pool")):
+            have = [r for r in ranks if r in b.memory and getattr(b.memory[r], attr) is not None]
+            if have:
+                missing = [r for r in ranks if r not in have]
+                if missing:
+                    out.append(Finding("rank_missing_line",
+                                       f"{label} line seen for {', '.join(have)} but not for {', '.join(missing)}"))
+    for r in b.memory.values():
+        if r.mamba_line_cut:
+            out.append(Finding("line_cut", f"Mamba cache line of {r.rank or 'main'} is cut off; ignored"))
+    if b.summary is not None and b.summary.context_len and b.summary.max_total_num_tokens \
+            and b.summary.context_len > b.summary.max_total_num_tokens:
+        out.append(Finding("context_exceeds_kv_pool",
+                           f"context_len {b.summary.context_len} > KV pool {b.summary.max_total_num_tokens} tokens: "
+                           "one full-length request cannot fit"))
+    seen_settings = set()
+    for st in b.settings:
+        key = (st.setting, repr(st.value))
+        if key in seen_settings:
+            continue
+        seen_settings.add(key)
+        ranks = sorted({x.rank or "main" for x in b.settings if (x.setting, repr(x.value)) == key})
+        out.append(Finding("setting_changed_by_sglang", f"{st.setting} = {st.value!r} (changed by SGLang; "
+                                                        f"{', '.join(ranks)}): {st.message}"))
+    f = s.failure
+    if f is not None:
+        if isinstance(f.event, E.Traceback) and not f.event.complete:
+            out.append(Finding("traceback_cut", "the traceback is cut before its exception line: cause not shown"))
+        if isinstance(f.event, E.Traceback) and f.event.oom:
+            out.append(Finding("oom", f"out of memory ({f.event.oom}) in phase {f.phase or 'unknown'}"))
+    if b.http_up and not b.ready and f is not None and f.phase == "startup":
+        out.append(Finding("warmup_failed", "HTTP came up but the warm-up failed; the server never became ready"))
+    if len(s.boots) > 1:
+        out.append(Finding("several_boots", f"{len(s.boots)} server starts in this log; fields describe the last"))
+    return out
