@@ -82,7 +82,7 @@ class Collector:
     def lines(self):
         return [ln for r in self.records if r["type"] == "log" for ln in log_lines(r)]
 
-    async def wait(self, pred, timeout=10.0):
+    async def wait(self, pred, timeout=30.0):
         deadline = asyncio.get_running_loop().time() + timeout
         while not pred(self):
             if self.task.done():

@@ -35,7 +35,7 @@ SERVER = textwrap.dedent("""
 """)
 
 
-def wait_for(pred, timeout=10.0, what="condition"):
+def wait_for(pred, timeout=30.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         v = pred()
@@ -73,9 +73,11 @@ async def test_launch_log_from_first_line_exit_code(node_home, server_script):
         assert log.splitlines()[0] == b"first line of the server"
         assert log.splitlines()[1] == b"arg 0 'x'"
         # the tmux window stays (remain-on-exit) and shows the dead pane's status
-        out = subprocess.run(["tmux", "list-panes", "-a", "-F", "#{window_name} #{pane_dead} #{pane_dead_status}"],
-                             capture_output=True, text=True).stdout
-        assert f"{run.run_id} 1 3" in out.splitlines()
+        def panes():
+            return subprocess.run(["tmux", "list-panes", "-a", "-F", "#{window_name} #{pane_dead} #{pane_dead_status}"],
+                                  capture_output=True, text=True).stdout.splitlines()
+
+        wait_for(lambda: f"{run.run_id} 1 3" in panes(), what="dead pane with status 3")
 
 
 async def test_stop_escalates_and_records(ssh_home, server_script):

@@ -65,7 +65,7 @@ def main():
     status.setdefault("run_id", os.path.basename(os.path.normpath(run_dir)))
     env = dict(os.environ)
     env.pop("TMUX", None)
-    env.pop("TMUX_PANE", None)
+    status["pane"] = env.pop("TMUX_PANE", None) or status.get("pane")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update({str(k): str(v) for k, v in env_extra.items()})
     env["MAMBACONSOLE_RUN_ID"] = status["run_id"]

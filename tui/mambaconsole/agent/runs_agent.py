@@ -193,29 +193,23 @@ def op_start(req):
         "launched_by": req.get("launched_by"), "adopted": False,
     })
     cmd = [sys.executable, wrapper, run_dir]
-    fmt = "#{pane_id}"
-    exists = _tmux("has-session", "-t", "=" + session, check=False).returncode == 0
-    if exists:
-        p = _tmux("new-window", "-d", "-P", "-F", fmt, "-t", "=%s:" % session, "-n", rid, "--", *cmd,
-                  ";", "set-option", "-w", "-t", "=%s:=%s" % (session, rid), "remain-on-exit", "on")
-    else:
-        p = _tmux("new-session", "-d", "-P", "-F", fmt, "-s", session, "-n", rid, "-x", "220", "-y", "50",
-                  "--", *cmd, ";", "set-option", "-w", "-t", "=%s:=%s" % (session, rid), "remain-on-exit", "on")
-    pane = p.stdout.decode().strip().splitlines()[0] if p.stdout.strip() else None
+    remain = [";", "set-option", "-w", "-t", "=%s:=%s" % (session, rid), "remain-on-exit", "on"]
+    if _tmux("has-session", "-t", "=" + session, check=False).returncode != 0:
+        p = _tmux("new-session", "-d", "-s", session, "-n", rid, "-x", "220", "-y", "50", "--", *(cmd + remain),
+                  check=False)
+        if p.returncode == 0:
+            cmd = None
+        elif b"duplicate session" not in p.stderr:
+            raise Fail("tmux new-session: %s" % p.stderr.decode("utf-8", "replace").strip())
+    if cmd is not None:  # (the set-option runs in the same tmux command: no race with a quick exit)
+        _tmux("new-window", "-d", "-t", "=%s:" % session, "-n", rid, "--", *(cmd + remain))
+    # the wrapper records its pane (TMUX_PANE) and pid in status.json itself; only wait for it
     st_path = os.path.join(run_dir, "status.json")
-    st = _read_json(st_path, {})
-    st["pane"] = pane
-    # the wrapper may have rewritten status.json meanwhile: merge, don't clobber
     deadline = time.time() + float(req.get("wait_s", 10))
-    while True:
-        cur = _read_json(st_path, {}) or {}
-        if cur.get("wrapper_pid") or time.time() > deadline:
+    while time.time() < deadline:
+        if (_read_json(st_path, {}) or {}).get("wrapper_pid"):
             break
         time.sleep(0.02)
-    cur = _read_json(st_path, {}) or {}
-    if cur.get("pane") != pane:
-        cur["pane"] = pane
-        _write_json(st_path, cur)
     return _record(runs, rid)
 
 
