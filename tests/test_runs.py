@@ -72,12 +72,15 @@ async def test_launch_log_from_first_line_exit_code(node_home, server_script):
         log = read(run.log_path)
         assert log.splitlines()[0] == b"first line of the server"
         assert log.splitlines()[1] == b"arg 0 'x'"
-        # the tmux window stays (remain-on-exit) and shows the dead pane's status
-        def panes():
-            return subprocess.run(["tmux", "list-panes", "-a", "-F", "#{window_name} #{pane_dead} #{pane_dead_status}"],
-                                  capture_output=True, text=True).stdout.splitlines()
+        # the tmux window stays (remain-on-exit): its dead pane still shows the output and the exit
+        def pane_text():
+            return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-S", "-", "-t", run.pane],
+                                  capture_output=True, text=True).stdout
 
-        wait_for(lambda: f"{run.run_id} 1 3" in panes(), what="dead pane with status 3")
+        wait_for(lambda: subprocess.run(["tmux", "display-message", "-p", "-t", run.pane, "#{pane_dead}"],
+                                        capture_output=True, text=True).stdout.strip() == "1", what="dead pane")
+        wait_for(lambda: f"run {run.run_id} exited with code 3" in pane_text(), what="exit line in the pane")
+        assert pane_text().startswith("first line of the server")
 
 
 async def test_stop_escalates_and_records(ssh_home, server_script):

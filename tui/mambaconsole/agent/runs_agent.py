@@ -193,11 +193,18 @@ def op_start(req):
         "launched_by": req.get("launched_by"), "adopted": False,
     })
     cmd = [sys.executable, wrapper, run_dir]
-    remain = [";", "set-option", "-w", "-t", "=%s:=%s" % (session, rid), "remain-on-exit", "on"]
+    target = "=%s:=%s" % (session, rid)
+    remain = [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
     if _tmux("has-session", "-t", "=" + session, check=False).returncode != 0:
-        p = _tmux("new-session", "-d", "-s", session, "-n", rid, "-x", "220", "-y", "50", "--", *(cmd + remain),
+        # A tmux server that is just starting can miss the exit of a very short-lived first
+        # command (the pane shows no exit status): open the session on a placeholder, then
+        # respawn the pane with the wrapper once the server is up.
+        placeholder = [sys.executable, "-c", "import time; time.sleep(3600)"]
+        p = _tmux("new-session", "-d", "-s", session, "-n", rid, "-x", "220", "-y", "50", "--", *placeholder,
                   check=False)
         if p.returncode == 0:
+            _tmux("set-option", "-w", "-t", target, "remain-on-exit", "on", ";",
+                  "respawn-pane", "-k", "-t", target, "--", *cmd)
             cmd = None
         elif b"duplicate session" not in p.stderr:
             raise Fail("tmux new-session: %s" % p.stderr.decode("utf-8", "replace").strip())
