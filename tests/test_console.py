@@ -117,7 +117,7 @@ async def test_relaunch_history_shows_both_runs(node_home, tmp_path, no_config):
             await wait_until(pilot, lambda: app.state.run and app.state.run.run_id != first.run_id, timeout=40,
                              what="the new run")
             runs = {r.run_id: r for r in await store.list(adopt=False)}
-            assert len(runs) == 2 and first.run_id in runs
+            assert len(runs) == 2 and first.run_id in runs, [(r.run_id, r.state, r.started, r.record.get("launched_by"), r.adopted) for r in runs.values()]
             new = next(r for r in runs.values() if r.run_id != first.run_id)
             assert runs[first.run_id].state == "exited"
             assert new.argv == argv  # relaunched unchanged: the same argv, element for element

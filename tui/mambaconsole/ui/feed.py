@@ -65,16 +65,19 @@ def flag_value(argv, flag: str) -> str | None:
 class Feed:
     """Talks to one node for the console. ``home`` is the node's MAMBACONSOLE_HOME ("" = the
     node's default); ``agent_python`` runs the stdlib agent scripts on the node, while
-    ``settings.python`` is the server's python (SGLang's, used for the resolver and launches)."""
+    ``settings.python`` is the server's python (SGLang's, used for the resolver and launches);
+    ``adopt``: record a server started by hand (found by its command line) as an adopted run.
+    The current run is the newest live run we launched, else the newest live adopted one."""
 
     def __init__(self, node: Node, settings: HostSettings, *, home: str = "",
                  simulated: bool = False, clock: Callable[[], float] = time.time,
-                 agent_python: str = "python3") -> None:
+                 agent_python: str = "python3", adopt: bool = True) -> None:
         self.node = node
         self.settings = settings
         self.home = home
         self.simulated = simulated
         self.clock = clock
+        self.adopt = adopt
         self.store = RunStore(node, python=agent_python, home=home or None)
         self._http: httpx.AsyncClient | None = None
         self._local_port: dict[int, int] = {}
@@ -100,10 +103,11 @@ class Feed:
     async def runs(self) -> RunsListed:
         """The node's runs (a server started by hand is adopted first); the current run is the
         newest live one, else the newest."""
-        runs = sorted(await self.store.list(adopt=True), key=lambda r: (r.started or 0.0, r.run_id))
+        runs = sorted(await self.store.list(adopt=self.adopt), key=lambda r: (r.started or 0.0, r.run_id))
         infos = tuple(run_info(r) for r in runs)
+        ours = [r for r in runs if r.alive and not r.adopted]
         live = [r for r in runs if r.alive]
-        cur = (live or runs or [None])[-1]
+        cur = (ours or live or runs or [None])[-1]
         return RunsListed(runs=infos, current=cur.run_id if cur else None)
 
     # ----------------------------------------------------------------- log
