@@ -18,6 +18,7 @@ from mambaconsole.node.runs import RunStore
 from mambaconsole.state import LOG_KEEP, ConsoleState, LogLine, LogLines, RunInfo, RunsListed
 
 CASES = Path(__file__).parent / "data" / "cases"
+pytestmark = pytest.mark.timeout(120)
 
 # Prints a file (a real SGLang log), then serves until SIGINT (exit 0).
 REPLAY = textwrap.dedent("""

@@ -485,8 +485,17 @@ class ConsoleApp(App[int]):
                             lambda: self.args_pane.action_view_source())
 
     async def on_unmount(self) -> None:
+        """Stop our workers first (their node commands end with them), then the quit hook
+        (closing the feed), each bounded so that quitting never hangs on a dead node."""
+        self.workers.cancel_all()
+        pending = [w._task for w in self.workers if getattr(w, "_task", None) is not None]
+        if pending:
+            await asyncio.wait(pending, timeout=5)
         if self.on_quit_hook is not None:
-            await self.on_quit_hook()
+            try:
+                await asyncio.wait_for(self.on_quit_hook(), timeout=15)
+            except asyncio.TimeoutError:
+                pass
 
 
 def run(args) -> int:
