@@ -7,6 +7,8 @@ under :mod:`mambaconsole.commands` and exposes::
     HELP: str                                   # one line for ``mambaconsole --help``
     def add_arguments(parser: argparse.ArgumentParser) -> None
     def run(args: argparse.Namespace) -> int    # the exit status
+    REST: str                                   # optional: the attribute that gets every
+                                                # word after the first ``--``, verbatim
 
 Errors derived from :class:`mambaconsole.errors.ConsoleError` are printed as one line
 (``mambaconsole: error: ...``) with the error's exit status; no traceback.
@@ -67,7 +69,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
             parser = argparse.ArgumentParser(prog=f"mambaconsole {name}", description=module.HELP)
             module.add_arguments(parser)
-            args = parser.parse_args(argv[1:])
+            rest_name = getattr(module, "REST", None)
+            words = argv[1:]
+            if rest_name and "--" in words:
+                # `CMD ... -- ARGS`: everything after the first `--` is the command's REST
+                # argument, whatever it looks like (argparse cannot mix that with positionals)
+                cut = words.index("--")
+                args = parser.parse_args(words[:cut])
+                setattr(args, rest_name, words[cut + 1:])
+            else:
+                args = parser.parse_args(words)
             return int(module.run(args) or 0)
         args = _console_parser().parse_args(argv)
         try:

@@ -1,0 +1,62 @@
+"""``mambaconsole runs HOST [--json]``: the runs recorded on the node, oldest first.
+
+Table columns: run id, started (this machine's local time), state (``running``,
+``exited CODE``, ``adopted``, ``gone``, ``lost``, ``starting``) and the argv. A server started by
+hand (``sglang.launch_server`` / ``sglang serve`` / ``mambaconsole.sim``) is recorded as an
+adopted run first, unless ``--no-adopt``.
+
+``--json``: a JSON list of objects with the keys ``run_id``, ``state``, ``exit_code``,
+``signal``, ``pid``, ``started``, ``ended`` (unix seconds, node clock), ``adopted``, ``argv``,
+``session``, ``window``, ``pane``, ``log_path``, ``run_dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+
+from mambaconsole.commands._common import add_host, run_async, when
+from mambaconsole.node import connect
+from mambaconsole.node.runs import RunStore
+
+HELP = "list the server runs recorded on the node (and adopt one started by hand)"
+JSON_KEYS = ("run_id", "state", "exit_code", "signal", "pid", "started", "ended", "adopted", "argv",
+             "session", "window", "pane", "log_path", "run_dir")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_host(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON list")
+    parser.add_argument("--no-adopt", action="store_true", help="do not record servers started by hand")
+
+
+def table(runs) -> str:
+    width = shutil.get_terminal_size((160, 24)).columns
+    rows = [("RUN ID", "STARTED", "STATE", "ARGV")]
+    for r in runs:
+        rows.append((r.run_id, when(r.started or r.record.get("created")), r.state_text, shlex.join(r.argv)))
+    w = [max(len(row[i]) for row in rows) for i in range(3)]
+    out = []
+    for row in rows:
+        line = f"{row[0]:<{w[0]}}  {row[1]:<{w[1]}}  {row[2]:<{w[2]}}  {row[3]}"
+        out.append(line if len(line) <= width else line[: width - 1] + "…")
+    return "\n".join(out)
+
+
+async def _main(args) -> int:
+    async with await connect(args.host) as node:
+        runs = await RunStore(node).list(adopt=not args.no_adopt)
+    if args.json:
+        print(json.dumps([{k: r.record.get(k) for k in JSON_KEYS} | {"state": r.state, "argv": r.argv} for r in runs],
+                         indent=1))
+    elif not runs:
+        print(f"no runs on {args.host} (start one: mambaconsole launch {args.host} -- ARGS)")
+    else:
+        print(table(runs))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_async(_main(args))
