@@ -39,19 +39,24 @@ SOURCES = ("default", "cli", "config", "env", "derived", "overridden")
 
 @dataclass(frozen=True)
 class LogLine:
-    """One line of a run's log. ``offset`` is the byte offset of its first byte in the file."""
+    """One line of a run's log. ``offset`` is the byte offset of its first byte in the file;
+    ``nbytes`` its length in bytes without the newline (None: the UTF-8 length of ``text``,
+    which differs when the line held invalid UTF-8 that ``text`` shows replaced)."""
 
     run_id: str
     offset: int
     text: str
+    nbytes: int | None = None
 
 
 @dataclass(frozen=True)
 class LogLines:
-    """A batch of consecutive lines of one run's log (workers batch to keep the UI cheap)."""
+    """A batch of consecutive lines of one run's log (workers batch to keep the UI cheap).
+    ``reset``: the file was truncated or rotated; ``lines`` restart at offset 0."""
 
     run_id: str
     lines: tuple[LogLine, ...]
+    reset: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,8 @@ class RunInfo:
     peak_mem_mib: float | None = None
     mean_accept_len: float | None = None
     adopted: bool = False
+    launched_by: str | None = None
+    error: str | None = None  # why the run store says it failed (e.g. the program could not start)
 
 
 @dataclass(frozen=True)
@@ -155,11 +162,14 @@ class Resolution:
 
 @dataclass(frozen=True)
 class Connection:
-    """The link to the node: ``up`` False from ``since`` on (Unix seconds)."""
+    """The link to the node: ``up`` False from ``since`` on (Unix seconds); while down,
+    ``attempts`` failed reconnects so far and ``retry_at`` when the next starts (Unix seconds)."""
 
     up: bool
     since: float
     detail: str = ""
+    attempts: int = 0
+    retry_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +262,9 @@ class ConsoleState:
         self.connected = True
         self.lost_since: float | None = None
         self.connection_detail = ""
+        self.reconnect_attempts = 0
+        self.retry_at: float | None = None
+        self.notice: str | None = None  # one line for the header (the run changed under us, ...)
         self.last_data: float | None = None
         # runs
         self.runs: list[RunInfo] = []
@@ -385,6 +398,7 @@ class ConsoleState:
         elif self.connected:
             self.connected, self.lost_since = False, ev.since
         self.connection_detail = ev.detail
+        self.reconnect_attempts, self.retry_at = ev.attempts, ev.retry_at
         return set()
 
     def _on_Phase(self, ev: Phase) -> set[str]:
@@ -444,11 +458,14 @@ class ConsoleState:
         if ev.run_id != self.log_run_id:
             return set()
         changed = {"log"}
+        if ev.reset:
+            self.log_offset = 0  # truncated or rotated: the file's offsets start over
         following_current = self.run is not None and ev.run_id == self.run.run_id
         for line in ev.lines:
             if line.offset < self.log_offset:
                 continue  # already seen (reconnect resumes from an offset): never repeat a line
-            self.log_offset = line.offset + len(line.text.encode("utf-8", "surrogateescape")) + 1
+            n = line.nbytes if line.nbytes is not None else len(line.text.encode("utf-8", "surrogateescape"))
+            self.log_offset = line.offset + n + 1
             sev = severity(line.text)
             if len(self.log) == self.log.maxlen:
                 self.log_dropped += 1

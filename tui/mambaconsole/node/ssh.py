@@ -144,18 +144,26 @@ class SSHNode(Node):
             return [str(Path(f).expanduser()) for f in files if isinstance(f, (str, Path))]
         return [str(Path("~/.ssh/known_hosts").expanduser())]
 
-    async def connect(self) -> "SSHNode":
-        """Open the connection now. Raises HostKeyError, AuthError or NodeError (one line)."""
+    @property
+    def connected(self) -> bool:
+        """Whether the SSH connection is open right now (False before connect() and after a
+        drop; the next command re-opens it)."""
+        return self._conn is not None and not self._conn.is_closed()
+
+    async def connect(self, *, backoff: bool = True) -> "SSHNode":
+        """Open the connection now. Raises HostKeyError, AuthError or NodeError (one line).
+        ``backoff=False``: no wait after earlier failures (the caller paces its attempts, as
+        :class:`mambaconsole.node.supervisor.Supervisor` does)."""
         async with self._lock:
-            await self._connect_locked()
+            await self._connect_locked(backoff=backoff)
         return self
 
-    async def _connect_locked(self) -> asyncssh.SSHClientConnection:
+    async def _connect_locked(self, backoff: bool = True) -> asyncssh.SSHClientConnection:
         if self._closed:
             raise NodeError(f"{self.name}: node connection is closed")
         if self._conn is not None and not self._conn.is_closed():
             return self._conn
-        if self._failures:  # reconnect after a lost connection: back off a little
+        if self._failures and backoff:  # reconnect after a lost connection: back off a little
             await asyncio.sleep(min(0.5 * 2 ** (self._failures - 1), 10.0))
         opts = await self._options()
         self.hostname, self.port, self.username = opts.host, opts.port, opts.username

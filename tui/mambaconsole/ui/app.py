@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -128,6 +129,7 @@ class ConsoleApp(App[int]):
         self.refresh_panes({"header", "gpu", "spec", "args", "log"})
         self.set_interval(1.0, self._tick)
         if self.start_workers:
+            self.watch_link()
             self.load_facts()
             self.poll_runs()
             self.poll_gpu()
@@ -152,7 +154,13 @@ class ConsoleApp(App[int]):
         self.bar.refresh_from(self.state)
 
     def refresh_panes(self, changed: Iterable[str]) -> None:
-        changed = set(changed)
+        try:
+            self._refresh_panes(set(changed))
+        except NoMatches:
+            if self.is_running and not self._exit:
+                raise  # a real bug; while the app shuts down, panes are already gone
+
+    def _refresh_panes(self, changed: set[str]) -> None:
         if "header" in changed:
             self.bar.refresh_from(self.state)
         if "gpu" in changed:
@@ -205,12 +213,13 @@ class ConsoleApp(App[int]):
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_log(self, run: RunInfo, offset: int) -> None:
+        """The log tail; :meth:`Feed.tail` resumes across dropped connections by byte offset.
+        Should it fail anyway, it starts again where the state stopped (nothing lost or repeated)."""
         delay = 1.0
         while True:
             try:
                 async for batch in self.feed.tail(run, offset):
                     self.post_message(M.Fed(batch))
-                    offset = batch.lines[-1].offset + len(batch.lines[-1].text.encode()) + 1
                     delay = 1.0
                 return
             except asyncio.CancelledError:
@@ -219,7 +228,15 @@ class ConsoleApp(App[int]):
                 self._lost("tail", exc)
                 await asyncio.sleep(delay)
                 delay = min(BACKOFF_CAP, delay * 2)
-                offset = self.state.log_offset  # resume where the state stopped: nothing lost or repeated
+                offset = self.state.log_offset if self.state.log_run_id == run.run_id else 0
+
+    @work(exclusive=True, group="link", exit_on_error=False)
+    async def watch_link(self) -> None:
+        """The connection's status as the node layer's supervisor sees it (the UI only reads it)."""
+        link = self.feed.link
+        await link.start()
+        async for st in link.watch():
+            self.post_message(M.Fed(Connection(st.up, st.since, st.detail, st.attempts, st.retry_at)))
 
     @work(exclusive=True, group="resolve", exit_on_error=False)
     async def resolve_current(self, argv: tuple[str, ...]) -> None:
@@ -233,12 +250,22 @@ class ConsoleApp(App[int]):
     @on(M.Fed)
     def _fed(self, msg: M.Fed) -> None:
         prev_run = self.state.run
+        was_up = self.state.connected
         changed = self.state.apply(msg.event)
         if msg.poll is not None:
             self._fails.pop(msg.poll, None)
             if not self.state.connected and msg.poll in ("runs", "gpu"):
-                changed |= self.state.apply(Connection(True, self.clock()))
+                self.feed.link.check()  # the node answered: let the supervisor reconnect now
+        if isinstance(msg.event, Connection) and msg.event.up and not was_up and self.start_workers:
+            self.poll_runs()  # re-read the node before anything acts on it (a pair may have relaunched)
         run = self.state.run
+        if prev_run is not None and run is not None and prev_run.run_id != run.run_id \
+                and run.run_id != self._following_run:
+            who = f" by {run.launched_by}" if run.launched_by else ""
+            note = (f"run changed: now following run {run.run_id} (started{who}); "
+                    f"run {prev_run.run_id} is no longer current")
+            self.state.notice = note
+            self.notify(note, severity="warning", timeout=10)
         ph = self.state.phase
         if ph is not None and ph.name == "follow" and run is not None and run.run_id == self._following_run \
                 and self.state.status not in ("starting", "no run", "connection lost"):
@@ -275,9 +302,9 @@ class ConsoleApp(App[int]):
     @on(M.PollFailed)
     def _poll_failed(self, msg: M.PollFailed) -> None:
         self._fails[msg.poll] = self._fails.get(msg.poll, 0) + 1
-        if msg.poll in ("runs", "gpu") and ("NodeError" in msg.error or "onnection" in msg.error or "lost" in msg.error):
-            self.refresh_panes(self.state.apply(Connection(False, self.clock(), msg.error)))
-        elif msg.poll == "resolve":
+        if msg.poll in ("runs", "gpu", "tail", "facts"):
+            self.feed.link.check(msg.error)  # the supervisor decides whether the link is down
+        if msg.poll == "resolve":
             self.state.resolution = {"error": {"type": "resolver", "message": msg.error}}
             self.refresh_panes({"args"})
         self._arm(msg.poll)

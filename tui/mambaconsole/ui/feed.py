@@ -21,6 +21,7 @@ import httpx
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.base import Node, NodeError
 from mambaconsole.node.runs import Run, RunStore
+from mambaconsole.node.supervisor import Supervisor
 from mambaconsole.state import (
     GpuProcess, GpuReading, GpuSnapshot, LogLine, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
     RunsListed, ServerInfo,
@@ -50,6 +51,7 @@ def run_info(run: Run) -> RunInfo:
         pid=run.pid, pids=tuple(p for p in (rec.get("pids") or ()) if isinstance(p, int)),
         log_path=run.log_path, log_mtime=num("log_mtime"), time_to_ready=num("time_to_ready"),
         peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
+        launched_by=rec.get("launched_by"), error=rec.get("error"),
     )
 
 
@@ -78,7 +80,10 @@ class Feed:
         self.simulated = simulated
         self.clock = clock
         self.adopt = adopt
+        self.agent_python = agent_python
         self.store = RunStore(node, python=agent_python, home=home or None)
+        #: owns the connection: its status is what the header shows; streams resume through it
+        self.link = Supervisor(node, clock=clock)
         self._http: httpx.AsyncClient | None = None
         self._local_port: dict[int, int] = {}
 
@@ -87,6 +92,7 @@ class Feed:
         return self.node.name
 
     async def close(self) -> None:
+        await self.link.close()
         if self._http is not None:
             await self._http.aclose()
         await self.node.close()
@@ -112,41 +118,19 @@ class Feed:
 
     # ----------------------------------------------------------------- log
     async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines]:
-        """Follow ``run``'s log from byte ``offset``; yields batches of consecutive lines (all
-        the lines that arrived since the last batch, at most :data:`BATCH`) with byte offsets."""
-        stream = self.node.stream_lines(["tail", "-c", f"+{offset + 1}", "-F", run.log_path])
-        q: asyncio.Queue = asyncio.Queue(maxsize=4 * BATCH)
-
-        async def pump() -> None:
-            try:
-                async for raw in stream:
-                    await q.put(raw)
-            finally:
-                await q.put(None)
-
-        task = asyncio.create_task(pump())
-        pos = offset
+        """Follow ``run``'s log from byte ``offset``; yields batches of consecutive complete
+        lines with their byte offsets. It runs through the node's :class:`Supervisor`
+        (:attr:`link`): across a dropped connection it resumes from the offset just past the last
+        line received, so no line is lost or repeated; ``LogLines.reset`` marks a log that was
+        truncated or rotated (its lines restart at offset 0)."""
+        stream = self.link.follow_log(run_id=run.run_id, offset=offset, home=self.home or None,
+                                      python=self.agent_python)
         try:
-            while True:
-                raw = await q.get()
-                if raw is None:
-                    break
-                items = [raw]
-                while len(items) < BATCH and not q.empty():
-                    nxt = q.get_nowait()
-                    if nxt is None:
-                        q.put_nowait(None)
-                        break
-                    items.append(nxt)
-                batch = []
-                for b in items:
-                    batch.append(LogLine(run.run_id, pos, b.decode("utf-8", "replace")))
-                    pos += len(b) + 1
-                yield LogLines(run.run_id, tuple(batch))
+            async for fb in stream:
+                batch = tuple(LogLine(run.run_id, ln.offset, ln.text, ln.length) for ln in fb.lines)
+                if batch or fb.reset:
+                    yield LogLines(run.run_id, batch, reset=bool(fb.reset))
         finally:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
             await stream.aclose()
 
     # ----------------------------------------------------------------- gpu

@@ -47,10 +47,20 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     if s.simulated:
         t.append(" SIMULATED ", styles.get("simulated", "reverse"))
     t.append("\n")
-    if s.phase is not None:
+    if not s.connected:
+        retry = ""
+        if s.retry_at is not None:
+            retry = f"; next try in {fmt_duration(max(0.0, s.retry_at - s.clock()))}"
+        elif s.reconnect_attempts:
+            retry = "; trying now"
+        t.append(f" reconnecting (attempt {s.reconnect_attempts + 1}{retry}); the server keeps running in tmux"
+                 f"{': ' + s.connection_detail if s.connection_detail else ''}", styles.get("connection lost", "bold"))
+    elif s.phase is not None:
         t.append(f" relaunch: {s.phase.text}", styles.get("starting", "bold"))
     elif s.failure:
         t.append(f" {s.failure}", styles.get("dead", "bold"))
+    elif s.notice:
+        t.append(f" {s.notice}", styles.get("starting", "bold"))
     elif s.run is not None and s.run.argv:
         t.append(" " + " ".join(s.run.argv), "dim")
     return t

@@ -53,6 +53,9 @@ async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase) -> 
     """Stop ``old`` (when running) and start ``argv`` as a new run; returns the new run id.
     Raises :class:`mambaconsole.node.runs.LockHeld` (naming the holder) when another console
     is relaunching; nothing is stopped then."""
+    link = getattr(feed, "link", None)
+    if link is not None:
+        link.require_up("relaunch")  # never act on stale data
     phase("lock", "taking the node's relaunch lock")
     lock = await feed.store.acquire_lock()
     try:

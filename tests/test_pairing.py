@@ -1,0 +1,131 @@
+"""Pairing sessions, reconnects and truthful state (issue 7), on real parts: the loopback sshd,
+tmux runs on the "node", the Textual console under Pilot. Expected values come from the
+stand-in servers' own inputs (the numbers they print), never from the console."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+
+from fixtures.console import console_for, wait_until
+from fixtures.pairing import sshd_cut, sshd_restart
+from mambaconsole.node import node_for
+from mambaconsole.node.local import LocalNode
+from mambaconsole.node.runs import RunStore
+from mambaconsole.node.supervisor import backoff_delay
+from mambaconsole.ui.feed import Feed
+
+# Prints "n 00001" .. "n N" one line every 10 ms, then serves until SIGINT (exit 0).
+TICKER = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    n = int(sys.argv[1])
+    for i in range(1, n + 1):
+        print("n %05d" % i, flush=True)
+        time.sleep(0.01)
+    while True:
+        time.sleep(0.05)
+""")
+
+# Prints "n 00001", "n 00002", ... one line every 10 ms until the file argv[1] exists, then
+# serves until SIGINT (exit 0).
+UNTIL = textwrap.dedent("""
+    import os, signal, sys, time
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    i = 0
+    while not os.path.exists(sys.argv[1]):
+        i += 1
+        print("n %05d" % i, flush=True)
+        time.sleep(0.01)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+def _script(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def _console(node, **kw):
+    # other engineers' simulated servers run on this shared machine: never adopt them
+    if "adopt" in inspect.signature(Feed).parameters:
+        kw.setdefault("adopt", False)
+    return console_for(node, **kw)
+
+
+def test_backoff_is_capped():
+    delays = [backoff_delay(i, 0.5, 10.0) for i in range(1, 12)]
+    assert delays[:5] == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert max(delays) == 10.0 and delays == sorted(delays)
+
+
+async def test_reconnect_resumes_log_without_loss_or_repeat(ssh_home, tmp_path, no_config):
+    """The node writes a numbered line every 10 ms; the sshd goes away (listener and every
+    session) and comes back; the console's log holds every number exactly once, in order."""
+    stop_file = tmp_path / "stop-writing"
+    starter = node_for("gpu-node")
+    run = await RunStore(starter).start([sys.executable, _script(tmp_path, "until.py", UNTIL), str(stop_file)])
+    await starter.close()
+    app = _console(node_for("gpu-node"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.state.log_total >= 60, what="the first lines")
+        sshd_cut(ssh_home.sshd)  # the writer is still writing: it stops only once stop_file exists
+        await wait_until(pilot, lambda: not app.state.connected, what="the connection lost state")
+        shown_at_cut = app.state.log_total
+        await pilot.pause(1.2)
+        header = str(app.bar.render())
+        assert "CONNECTION LOST" in header and " s ago" in header and "reconnecting" in header
+        # a relaunch pressed while disconnected is refused: no confirm screen, no new run
+        await pilot.press("R")
+        await pilot.pause(0.2)
+        assert type(app.screen).__name__ != "ConfirmScreen" and not app.relaunching
+        sshd_restart(ssh_home.sshd)
+        await wait_until(pilot, lambda: app.state.connected, timeout=30, what="the reconnect")
+        await wait_until(pilot, lambda: app.state.log_total > shown_at_cut + 50, timeout=30,
+                         what="lines after the reconnect")
+        stop_file.touch()
+        await pilot.pause(0.5)
+        # what the node wrote, read off the run's log file itself
+        written = open(run.log_path, encoding="utf-8").read().splitlines()
+        last = len(written)
+        assert written == ["n %05d" % i for i in range(1, last + 1)]
+        await wait_until(pilot, lambda: app.state.log_total >= last, timeout=30, what=f"all {last} lines")
+        await pilot.pause(0.3)
+        assert app.state.run.run_id == run.run_id
+        assert [ln.text for ln in app.state.log] == written
+        assert app.feed.link.reconnects >= 1
+        assert "CONNECTION LOST" not in str(app.bar.render())
+    async with LocalNode() as local:
+        runs = await RunStore(local).list(adopt=False)
+        assert [r.run_id for r in runs if not r.adopted] == [run.run_id]  # the refused relaunch started nothing
+        await RunStore(local).stop(run.run_id, int_s=5)
+
+
+async def test_reconnect_follows_a_run_relaunched_meanwhile(ssh_home, tmp_path, no_config):
+    """While this console is disconnected its pair relaunches; after the reconnect the console
+    follows the new run, says so (and by whom), and shows only the new run's log."""
+    script = _script(tmp_path, "ticker.py", TICKER)
+    starter = node_for("gpu-node")
+    first = await RunStore(starter).start([sys.executable, script, "5"])
+    await starter.close()
+    app = _console(node_for("gpu-node"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.state.log_total == 5, what="run 1's log")
+        sshd_cut(ssh_home.sshd)
+        await wait_until(pilot, lambda: not app.state.connected, what="the connection lost state")
+        async with LocalNode() as local:  # the pair, on the node itself
+            store = RunStore(local)
+            await store.stop(first.run_id, int_s=5)
+            second = await store.start([sys.executable, script, "3"], launched_by="bob@laptop")
+        sshd_restart(ssh_home.sshd)
+        await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == second.run_id, timeout=30,
+                         what="the new run")
+        await wait_until(pilot, lambda: app.state.log_total == 3, what="run 2's log")
+        assert [ln.text for ln in app.state.log] == ["n 00001", "n 00002", "n 00003"]
+        header = str(app.bar.render())
+        assert f"now following run {second.run_id}" in header and "bob@laptop" in header
+    async with LocalNode() as local:
+        await RunStore(local).stop(second.run_id, int_s=5)

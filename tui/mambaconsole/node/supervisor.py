@@ -1,0 +1,276 @@
+"""Keeps the link to a node alive and resumes log streams across drops (:class:`Supervisor`).
+
+The supervisor owns the node's connection state for the console: a watchdog notices when the
+SSH connection is gone (the server closed it, the network dropped, keepalives went unanswered),
+marks the link down from that moment, and reconnects with capped exponential backoff
+(``backoff_initial`` seconds, doubling, at most ``backoff_cap`` seconds between attempts)
+until it is back. Nothing on the node depends on the connection: the server keeps running in
+its tmux window and keeps writing its run log.
+
+:meth:`Supervisor.follow_log` follows a run's log through the node agent
+(``agent/node_agent.py --run ID --offset N``) by **byte offset**: every line comes with the
+offset of its first byte and the agent only sends complete lines, so after a drop the stream
+resumes at the end of the last line received; no line is lost or repeated.
+
+Readers (the console's header) only read :attr:`Supervisor.status` or iterate
+:meth:`Supervisor.watch`. No Textual here.
+
+::
+
+    link = Supervisor(node)
+    await link.start()
+    async for batch in link.follow_log(run_id="20261130-101500-ab12"):
+        for line in batch.lines: ...          # mambaconsole.node.agent.LogLine
+    await link.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from mambaconsole.errors import ConsoleError
+from mambaconsole.node.agent import LogLine, agent_record_batches, log_lines
+from mambaconsole.node.base import Node, NodeError
+
+#: first wait between reconnect attempts, seconds (doubles after each failed attempt)
+BACKOFF_INITIAL = 0.5
+#: the longest wait between reconnect attempts, seconds
+BACKOFF_CAP = 10.0
+#: how often the watchdog looks at the connection while it is up, seconds
+CHECK_S = 0.5
+#: pause before restarting a log stream whose agent ended while the link stayed up, seconds
+RESTART_S = 0.5
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    """The link to the node. ``up`` since ``since`` (unix seconds, this machine's clock);
+    when down: ``detail`` says why (one line), ``attempts`` counts failed reconnects since it
+    went down and ``retry_at`` is when the next attempt starts (unix seconds, or None while one
+    is under way)."""
+
+    up: bool
+    since: float
+    detail: str = ""
+    attempts: int = 0
+    retry_at: float | None = None
+
+
+@dataclass(frozen=True)
+class FollowBatch:
+    """What :meth:`Supervisor.follow_log` yields: consecutive complete ``lines`` (each with
+    its byte offset), and ``end``, the offset just past the last byte received. ``reset`` is
+    ``"truncated"`` or ``"rotated"`` when the file started over (the lines then restart at 0);
+    ``run`` the run's status record when it changed (see node_agent.py ``run`` records);
+    ``resumed`` is True for the first batch after a reconnect."""
+
+    lines: tuple[LogLine, ...] = ()
+    end: int = 0
+    reset: str | None = None
+    run: dict | None = field(default=None)
+    resumed: bool = False
+
+
+def backoff_delay(attempt: int, initial: float = BACKOFF_INITIAL, cap: float = BACKOFF_CAP) -> float:
+    """Seconds to wait before reconnect attempt number ``attempt`` (1-based): ``initial``,
+    doubling each time, never more than ``cap``."""
+    return min(cap, initial * 2 ** max(0, attempt - 1))
+
+
+class Supervisor:
+    """Owns the connection to ``node``; see the module docstring. ``clock`` gives unix seconds."""
+
+    def __init__(self, node: Node, *, backoff_initial: float = BACKOFF_INITIAL, backoff_cap: float = BACKOFF_CAP,
+                 check_s: float = CHECK_S, clock: Callable[[], float] = time.time) -> None:
+        self.node = node
+        self.backoff_initial = backoff_initial
+        self.backoff_cap = backoff_cap
+        self.check_s = check_s
+        self.clock = clock
+        self.status = LinkStatus(True, clock())
+        self.reconnects = 0  # how many times the link came back
+        self._watchers: set[asyncio.Queue] = set()
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._up = asyncio.Event()
+        self._up.set()
+        self._closed = False
+
+    # ----------------------------------------------------------------- status
+    @property
+    def up(self) -> bool:
+        return self.status.up
+
+    def _set(self, status: LinkStatus) -> None:
+        self.status = status
+        if status.up:
+            self._up.set()
+        else:
+            self._up.clear()
+        for q in list(self._watchers):
+            q.put_nowait(status)
+
+    async def watch(self) -> AsyncIterator[LinkStatus]:
+        """The current status, then every change, until the supervisor closes."""
+        q: asyncio.Queue = asyncio.Queue()
+        self._watchers.add(q)
+        try:
+            yield self.status
+            while True:
+                st = await q.get()
+                if st is None:
+                    return
+                yield st
+        finally:
+            self._watchers.discard(q)
+
+    def _connected(self) -> bool:
+        conn = getattr(self.node, "connected", None)
+        return True if conn is None else bool(conn)
+
+    def check(self, detail: str = "") -> None:
+        """Something failed talking to the node: look at the connection now (a failed command
+        alone does not mark the link down; a closed connection does)."""
+        if self.status.up and not self._connected():
+            self._down(detail or "connection lost")
+        self._wake.set()
+
+    def _down(self, detail: str) -> None:
+        if self.status.up:
+            self._set(LinkStatus(False, self.clock(), detail.splitlines()[0] if detail else "connection lost"))
+
+    # ----------------------------------------------------------------- lifecycle
+    async def start(self) -> "Supervisor":
+        """Start the watchdog (idempotent). The link is taken as up until it is seen down."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name=f"supervisor {self.node.name}")
+        return self
+
+    async def wait_up(self, timeout: float | None = None) -> bool:
+        """Wait until the link is up (at most ``timeout`` seconds); returns whether it is."""
+        if self.status.up:
+            return True
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._up.wait(), timeout)
+        return self.status.up
+
+    def require_up(self, what: str = "act") -> None:
+        """Raise ConsoleError (one line) while the link is down: never act on stale data."""
+        if not self.status.up:
+            lost = max(0.0, self.clock() - self.status.since)
+            raise ConsoleError(f"{self.node.name}: connection lost {lost:.0f} s ago; refusing to {what} "
+                               "until the console has reconnected and re-read the node")
+
+    async def _run(self) -> None:
+        while not self._closed:
+            if self.status.up:
+                if not self._connected():
+                    self._down("connection lost")
+                    continue
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.check_s)
+                continue
+            await self._reconnect_once()
+
+    async def _reconnect_once(self) -> None:
+        st = self.status
+        connect = getattr(self.node, "connect", None)
+        try:
+            if connect is not None:
+                try:
+                    await connect(backoff=False)
+                except TypeError:
+                    await connect()
+            ok = self._connected()
+            detail = st.detail
+        except NodeError as exc:
+            ok, detail = False, str(exc)
+        except Exception as exc:  # noqa: BLE001 - anything else is a failed attempt too
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        if ok:
+            self.reconnects += 1
+            self._set(LinkStatus(True, self.clock()))
+            return
+        attempts = st.attempts + 1
+        delay = backoff_delay(attempts, self.backoff_initial, self.backoff_cap)
+        self._set(LinkStatus(False, st.since, (detail or st.detail).splitlines()[0] if (detail or st.detail) else "",
+                             attempts, self.clock() + delay))
+        self._wake.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), delay)
+        self._set(LinkStatus(False, st.since, self.status.detail, attempts, None))
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        for q in list(self._watchers):
+            q.put_nowait(None)
+
+    # ----------------------------------------------------------------- streams
+    async def follow_log(self, *, run_id: str | None = None, path: str | None = None, offset: int = 0,
+                         home: str | None = None, python: str = "python3",
+                         max_line: int | None = None) -> AsyncIterator[FollowBatch]:
+        """Follow a run's log (``run_id``, through its status.json) or a file (``path``) from
+        byte ``offset``, across connection drops, until the iterator is closed.
+
+        A drop ends the agent on the node; once the link is back the agent is started again at
+        the offset just past the last complete line received. Raises NodeError only for a
+        failure that is not a lost connection while the link is up (the agent cannot start:
+        its python is missing), after ``3`` tries in a row.
+        """
+        if not run_id and not path:
+            raise ValueError("follow_log needs run_id or path")
+        pos = offset
+        resumed = False
+        failures = 0
+        while not self._closed:
+            if not self.status.up:
+                await self.wait_up()
+                resumed = True
+            got_any = False
+            try:
+                async for recs in agent_record_batches(self.node, python=python, follow=path, run_id=run_id,
+                                                       home=home, offset=pos, interval=0.0, gpu="none",
+                                                       max_line=max_line):
+                    lines: list[LogLine] = []
+                    reset = None
+                    run = None
+                    for rec in recs:
+                        t = rec.get("type")
+                        if t == "log":
+                            for ln in log_lines(rec):
+                                lines.append(ln)
+                            pos = int(rec["end"])
+                        elif t == "log_reset":
+                            if lines:  # lines of the old file first, then the reset
+                                yield FollowBatch(tuple(lines), pos, None, None, resumed)
+                                lines, resumed = [], False
+                            pos = 0
+                            reset = rec.get("reason") or "truncated"
+                        elif t == "run":
+                            run = rec
+                    got_any = True
+                    failures = 0
+                    if lines or reset or run is not None:
+                        yield FollowBatch(tuple(lines), pos, reset, run, resumed)
+                        resumed = False
+            except NodeError as exc:
+                self.check(str(exc))
+                if self.status.up:
+                    failures = 0 if got_any else failures + 1
+                    if failures >= 3:
+                        raise
+            # the agent ended: the connection went, or the agent died; go again from `pos`
+            self.check()
+            resumed = True
+            if self.status.up:
+                await asyncio.sleep(RESTART_S)
