@@ -1,0 +1,165 @@
+"""Log latency over SSH: a line appended to a run log on the node until the console has it.
+
+Starts its own OpenSSH sshd on 127.0.0.1 with throwaway keys (``tests/fixtures/sshd.py``).
+A writer process appends ``N`` lines, one every ``GAP`` seconds, each carrying its write time
+(``time.time_ns()``; one machine, one clock). In the same run, one after the other:
+
+- raw: ``ssh gpu-node tail -n0 -F FILE`` read here line by line;
+- console: ``SSHNode`` (asyncssh) + the node agent following the file (``--follow``), its
+  ``log`` records read here.
+
+Latency = arrival time here - write time. Prints p50/p99 of both and the ratio of the p99s.
+Goal: console p99 <= 5x raw p99. Last line:
+``log_latency: p99 ratio = X (goal <= 5) PASS|FAIL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tui"), str(ROOT / "tests")]
+
+from fixtures.sshd import ssh_session  # noqa: E402
+
+from mambaconsole.node.agent import agent_records  # noqa: E402
+from mambaconsole.node.ssh import SSHNode  # noqa: E402
+
+N = 400
+GAP = 0.01
+GOAL = 5.0
+
+WRITER = r"""
+import sys, time
+path, n, gap = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+sys.stdin.readline()  # "go"
+with open(path, "ab", buffering=0) as f:
+    for i in range(n):
+        f.write(b"[2026-10-01 12:34:56 TP0] Decode batch, #running-req: 8, #full token: 20480, full token usage: 0.12, mamba num: 16, mamba usage: 0.03, accept len: 2.80, accept rate: 0.60, cuda graph: True, gen throughput (token/s): 812.05, #queue-req: 0 t=%d\n" % time.time_ns())
+        time.sleep(gap)
+    f.write(b"END\n")
+"""
+
+
+def stamp(line: str) -> int | None:
+    i = line.rfind(" t=")
+    return int(line[i + 3:]) if i >= 0 else None
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
+
+
+async def measure(path: Path, reader) -> list[float]:
+    """reader: async iterator of str lines. Warm up until a line arrives, then time N lines."""
+    queue: asyncio.Queue = asyncio.Queue()
+
+    async def pump():
+        async for line in reader:
+            queue.put_nowait((time.time_ns(), line))
+
+    task = asyncio.ensure_future(pump())
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(N), str(GAP)], stdin=subprocess.PIPE)
+    lat = []
+    try:
+        while True:  # warm-up: append until the reader shows it is following
+            with open(path, "ab") as f:
+                f.write(b"warm-up\n")
+            try:
+                _, line = await asyncio.wait_for(queue.get(), 0.5)
+                if line == "warm-up":
+                    break
+            except asyncio.TimeoutError:
+                continue
+        while not queue.empty():
+            queue.get_nowait()
+        writer.stdin.write(b"go\n")
+        writer.stdin.flush()
+        while True:
+            now, line = await asyncio.wait_for(queue.get(), 30)
+            if line == "END":
+                break
+            t = stamp(line)
+            if t is not None:
+                lat.append((now - t) / 1e6)
+    finally:
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass
+        writer.stdin.close()
+        writer.wait(30)
+    return lat
+
+
+async def raw_lines(home, path: Path):
+    p = await asyncio.create_subprocess_exec(*home.ssh_argv("tail", "-n0", "-F", str(path)),
+                                             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                                             stdin=asyncio.subprocess.DEVNULL)
+    try:
+        while True:
+            line = await p.stdout.readline()
+            if not line:
+                return
+            yield line.decode("utf-8", "replace").rstrip("\n")
+    finally:
+        p.kill()
+        await p.wait()
+
+
+async def console_lines(node, path: Path):
+    async for rec in agent_records(node, python=sys.executable, follow=str(path), interval=0):
+        if rec["type"] == "log":
+            for line in rec["lines"]:
+                yield line
+
+
+async def run(home, tmp: Path) -> tuple[list[float], list[float]]:
+    raw_path, con_path = tmp / "raw.log", tmp / "console.log"
+    raw_path.touch()
+    con_path.touch()
+    gen = raw_lines(home, raw_path)
+    raw = await measure(raw_path, gen)
+    await gen.aclose()
+    node = SSHNode("gpu-node")
+    await node.connect()
+    gen = console_lines(node, con_path)
+    con = await measure(con_path, gen)
+    await gen.aclose()
+    await node.close()
+    return raw, con
+
+
+def main() -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="mc-bench-"))
+    with ssh_session() as home:
+        os.environ["HOME"] = str(home.home)
+        os.environ.pop("SSH_AUTH_SOCK", None)
+        raw, con = asyncio.run(run(home, tmp))
+    for p in tmp.iterdir():
+        p.unlink()
+    tmp.rmdir()
+    if len(raw) != N or len(con) != N:
+        print(f"lines timed: raw {len(raw)}, console {len(con)}, expected {N}")
+        print(f"log_latency: p99 ratio = inf (goal <= {GOAL:g}) FAIL")
+        return 1
+    print(f"{N} lines, one every {GAP * 1000:g} ms")
+    print(f"raw ssh tail -F: p50 {statistics.median(raw):.2f} ms, p99 {pct(raw, 99):.2f} ms")
+    print(f"console agent:   p50 {statistics.median(con):.2f} ms, p99 {pct(con, 99):.2f} ms")
+    ratio = pct(con, 99) / pct(raw, 99)
+    ok = ratio <= GOAL
+    print(f"log_latency: p99 ratio = {ratio:.2f} (goal <= {GOAL:g}) {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
