@@ -1,8 +1,7 @@
 """The sim's bundled SGLang flag specs agree with the real parser of SGLang 0.5.11 and 0.5.23.
 
-Uses the SGLang test venvs (``tests/sglang_venvs.sh``, cached under
-``${MAMBACONSOLE_TEST_CACHE:-~/.cache/mambaconsole-test}/venvs/sglang-<version>/``); skipped when
-a venv is not there. The spec is regenerated from the real parser with the same script that
+Uses the SGLang test venvs through ``tests/fixtures/sglang_venvs.py`` (built by
+``tests/sglang_venvs.sh``); skipped when they are not there. The spec is regenerated from the real parser with the same script that
 made it (``scripts/gen_sim_spec.py --emit``) and compared whole; then a set of launch commands is
 parsed by the real parser and by the sim's rebuilt one, and the namespaces compared.
 """
@@ -10,9 +9,7 @@ parsed by the real parser and by the sim's rebuilt one, and the namespaces compa
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GEN = ROOT / "scripts" / "gen_sim_spec.py"
 
 pytestmark = pytest.mark.sglang
+venvs = pytest.importorskip("fixtures.sglang_venvs", reason="the SGLang test venv fixture is not here")
 
 _PARSE = r"""
 import argparse, json, sys, logging
@@ -43,15 +41,12 @@ print(json.dumps(out, default=repr))
 
 
 def venv_python(version: str) -> Path:
-    cache = Path(os.environ.get("MAMBACONSOLE_TEST_CACHE", Path.home() / ".cache" / "mambaconsole-test"))
-    py = cache / "venvs" / f"sglang-{version}" / "bin" / "python"
-    if not py.exists():
-        pytest.skip(f"no SGLang {version} test venv at {py} (tests/sglang_venvs.sh builds it)")
-    return py
+    return venvs.sglang_python(version)  # skips the test when that venv is not built
 
 
 def run_real(py: Path, args: list[str], stdin: str | None = None) -> str:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONWARNINGS="ignore")
+    env = venvs.sglang_env()
+    env["PYTHONWARNINGS"] = "ignore"
     proc = subprocess.run([str(py), *args], input=stdin, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
