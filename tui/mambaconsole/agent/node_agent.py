@@ -40,9 +40,15 @@ seconds on the node's clock, memory in MiB (2**20 bytes), utilisation in percent
     as it appears.
 ``run`` (with ``--run``; at start and whenever the run's status.json or liveness changes)
     ``{"type": "run", "run_id": str, "alive": bool, "status": {...status.json...}}``
+``heartbeat`` (when nothing else was sent for ``HEARTBEAT_S`` = 5 seconds)
+    ``{"type": "heartbeat", "time": float}``: lets both ends notice a dead stream. Ignore it.
 ``error``
     ``{"type": "error", "message": str}`` (a bad argument or an unreadable file; the agent goes
     on where it can).
+
+The agent exits when its stdout is closed (the console went away: seen at the next record or
+heartbeat) or when its parent process ends (the ssh session or the console is gone); consumers
+must ignore record types they do not know.
 
 The simulated GPU file (``--sim-file`` or ``$MAMBACONSOLE_SIM_GPU``), written by
 ``mambaconsole.sim`` and re-read at each interval::
@@ -67,9 +73,11 @@ import time
 
 AGENT_VERSION = 1
 MAX_BATCH_BYTES = 256 * 1024
+HEARTBEAT_S = 5.0
 
 _out_lock = threading.Lock()
 _out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else sys.stdout
+_last_emit = [time.time()]
 
 
 def emit(rec):
@@ -78,8 +86,9 @@ def emit(rec):
         try:
             _out.write(data)
             _out.flush()
-        except (BrokenPipeError, ValueError):
+        except (OSError, ValueError):
             os._exit(0)  # the console went away
+        _last_emit[0] = time.time()
 
 
 # -- GPU backends -------------------------------------------------------------------------
@@ -523,11 +532,16 @@ def main(argv=None):
         except (OSError, AttributeError, ImportError):
             notify = None
     last_watch = 0.0
+    parent = os.getppid()
     try:
         while True:
+            if os.getppid() != parent:
+                return 0  # orphaned: the ssh session or the console is gone
             if follower is not None:
                 follower.poll()
             now = time.time()
+            if now - _last_emit[0] >= HEARTBEAT_S:
+                emit({"type": "heartbeat", "time": now})
             if watch is not None and now - last_watch >= 0.5:
                 watch.poll()
                 last_watch = now
