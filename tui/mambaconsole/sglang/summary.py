@@ -217,6 +217,10 @@ def _is_startup(ev: E.Event) -> bool:
 
 
 def _phase_without_context(tb: E.Traceback) -> str | None:
+    # raised inside argument resolution (0.5.11 server_args.py:_handle_mamba_radix_cache,
+    # 0.5.23 arg_groups/mamba_hook.py): an argument error, whatever the function is called
+    if tb.frames and re.search(r"sglang/srt/(server_args\.py|arg_groups/)", tb.frames[-1].file):
+        return "args"
     text = " ".join(f"{f.file} {f.function or ''}" for f in tb.frames)
     if re.search(r"forward|event_loop|run_batch|process_batch|/layers/|cuda_graph_runner|sample|"
                  r"sanity_check|radix_cache", text):
