@@ -115,3 +115,43 @@ def test_parse_host():
         parse_host("box:http")
     with pytest.raises(NodeError):
         parse_host("@box")
+
+
+async def test_hashed_known_hosts_entry_accepted(ssh_home):
+    # Debian's default HashKnownHosts: entries are stored as |1|salt|hash, as ssh-keygen -H writes them
+    import subprocess
+
+    subprocess.run(["ssh-keygen", "-H", "-f", str(ssh_home.known_hosts)], check=True, capture_output=True)
+    text = ssh_home.known_hosts.read_text()
+    assert text.startswith("|1|") and "127.0.0.1" not in text
+    async with await connect("gpu-node") as node:
+        assert (await node.run(["true"])).ok
+
+
+async def test_lost_connection_is_reopened(ssh_home):
+    async with await connect("gpu-node") as node:
+        assert node.connected
+        # the server side of the connection goes away: kill sshd's per-connection processes
+        import os
+        import signal
+
+        sshd_pid = ssh_home.sshd.proc.pid
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == sshd_pid]
+        assert children
+        for pid in children:
+            os.kill(pid, signal.SIGTERM)
+        for _ in range(500):
+            if not node.connected:
+                break
+            await asyncio.sleep(0.01)
+        assert not node.connected
+        res = await node.run(["echo", "again"])  # the next command reconnects
+        assert res.out == "again\n" and node.connected
+
+
+def _ppid(pid):
+    try:
+        data = open(f"/proc/{pid}/stat", "rb").read()
+        return int(data[data.rindex(b")") + 2:].split()[1])
+    except (OSError, ValueError):
+        return None
