@@ -1,0 +1,980 @@
+"""mambaconsole resolver agent: SGLang ServerArgs resolution with provenance, run ON THE NODE.
+
+Sent on stdin to the server's own python (``python -u - ARGS``); stdlib-only until it imports
+the node's ``sglang`` inside. It contains no SGLang logic: it calls SGLang's own
+``prepare_server_args(argv)`` (and ``ServerArgs.resolve_once()`` on 0.5.20+), and only watches:
+
+* explicit options: a second parse of the argv with every action's default set to
+  ``argparse.SUPPRESS`` (store_true, ``--no-X``, aliases, prefix abbreviations and a value equal
+  to the default all count right);
+* ``--config`` YAML values: SGLang's own ``ConfigArgumentMerger`` (0.5.9-0.5.18
+  ``sglang.srt.server_args_config_parser``, 0.5.20+ ``sglang.srt.utils.server_args_config_parser``);
+* every field write (a class-level ``ServerArgs.__setattr__`` wrapper, 0.5.9-0.5.18 mutate fields
+  in ``__post_init__``) and every declaration (0.5.15+ ``_resolved_overrides``: the list is swapped
+  for a recording subclass), each with old/new value and the writer's function and file:line;
+* environment variables SGLang read (``os.environ`` reads of variables set before resolution);
+* log records of the ``sglang`` logger;
+* failures: type, message, where raised, the last sglang frame, the resolution step.
+
+Usage (argv after ``-``)::
+
+    [--] SGLANG_ARGS...     resolve; print one JSON document (shape: mambaconsole.resolve)
+    --params                the parser's option metadata (for the edit form)
+    --serve                 warm mode: import and warm up, listen on a private unix socket,
+                            print a ``ready`` JSON line with its path, answer each request in a
+                            fresh fork; heartbeat lines; exits when stdout closes or when idle
+
+Everything SGLang prints goes to stderr: this script's JSON is the only thing on stdout.
+"""
+
+import argparse
+import contextlib
+import difflib
+import functools
+import gc
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import tempfile
+import time
+import traceback
+
+PROTOCOL = 1
+
+#: flags SGLang renamed or dropped: old option -> (new option or None, SGLang version of the change)
+RENAMED_FLAGS = {
+    "--mamba-scheduler-strategy": ("--mamba-radix-cache-strategy", "0.5.14"),
+}
+
+_MISSING = object()
+_STEP_PARENTS = ("__post_init__", "_run_resolution_pipeline", "run_resolution_pipeline")
+_STEP_SKIP = ("run_hook",)
+_DECLARE_HELPERS = ("declare_resolution", "run_post_process_pass", "record_foreign_defaults")
+
+
+class _UsageError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _jsonable(value, depth=0):
+    """``value`` as JSON can hold it; anything else as its Python repr string."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+    if depth < 6 and isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    if depth < 6 and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _jsonable(v, depth + 1) for k, v in value.items()}
+    try:
+        return repr(value)
+    except Exception:  # a repr that raises
+        return "<%s>" % type(value).__name__
+
+
+def _same(a, b):
+    try:
+        return bool(a == b) and type(a) is type(b) or (a is b)
+    except Exception:
+        return a is b
+
+
+class _Paths:
+    """file paths made relative to the directory holding the ``sglang`` package."""
+
+    def __init__(self):
+        self.roots = []
+
+    def set_sglang(self, sglang_module):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(sglang_module.__file__)))
+        self.roots = [root + os.sep]
+        for p in sys.path:
+            if p.endswith("site-packages") and (p + os.sep) not in self.roots:
+                self.roots.append(p + os.sep)
+
+    def rel(self, path):
+        if not path:
+            return path
+        for root in self.roots:
+            if path.startswith(root):
+                return path[len(root):]
+        return path
+
+    def in_sglang(self, path):
+        return ("%ssglang%s" % (os.sep, os.sep)) in path and not path.endswith("resolver.py")
+
+
+PATHS = _Paths()
+_THIS_FILES = set()
+
+
+def _frame_info(frame):
+    code = frame.f_code
+    return code.co_name, PATHS.rel(code.co_filename), frame.f_lineno
+
+
+def _sglang_frames(frame):
+    """Frames from ``frame`` outwards that belong to sglang."""
+    while frame is not None:
+        if PATHS.in_sglang(frame.f_code.co_filename):
+            yield frame
+        frame = frame.f_back
+
+
+# --------------------------------------------------------------------------------------------
+# recording
+
+
+class Recorder:
+    """Collects writes, declarations, env reads and log records of one resolution, in order."""
+
+    def __init__(self):
+        self.active = False
+        self.seq = 0
+        self.instances = []  # strong references, in order of first write
+        self.events = {}  # id(instance) -> [event]
+        self.env_reads = []  # (seq, name, function, file)
+        self.env_at_start = {}
+        self.messages = []
+        self.declared_lists = []
+
+    def next_seq(self):
+        self.seq += 1
+        return self.seq
+
+    def events_for(self, obj):
+        key = id(obj)
+        if key not in self.events:
+            self.instances.append(obj)
+            self.events[key] = []
+        return self.events[key]
+
+
+class _LogHandler(logging.Handler):
+    def __init__(self, rec):
+        super().__init__(logging.NOTSET)
+        self.rec = rec
+
+    def emit(self, record):
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = str(record.msg)
+        self.rec.messages.append({
+            "level": record.levelname,
+            "logger": record.name,
+            "message": message,
+            "file": PATHS.rel(record.pathname) if record.pathname else None,
+            "line": record.lineno if record.pathname else None,
+            "_seq": self.rec.next_seq(),
+            "_function": record.funcName,
+        })
+
+
+def _make_recording_list(rec, owner):
+    class RecordingList(list):
+        """``_resolved_overrides`` stand-in that records where each declaration was made."""
+
+        def _note(self, entry):
+            try:
+                source, fields = entry
+                fields = dict(fields)
+            except Exception:
+                return
+            frame = sys._getframe(2)
+            pass_fn = None
+            while frame is not None and frame.f_code.co_name in _DECLARE_HELPERS + ("append", "extend", "_note"):
+                if frame.f_code.co_name == "run_post_process_pass":
+                    pass_fn = frame.f_locals.get("fn")
+                frame = frame.f_back
+            if pass_fn is not None and hasattr(pass_fn, "__code__"):
+                code = pass_fn.__code__
+                where = (getattr(pass_fn, "__name__", code.co_name), PATHS.rel(code.co_filename), code.co_firstlineno)
+            elif frame is not None:
+                where = _frame_info(frame)
+            else:
+                where = (str(source), "", 0)
+            for name, value in fields.items():
+                rec.events_for(owner).append({
+                    "seq": rec.next_seq(), "kind": "declare", "field": name, "new": value,
+                    "function": where[0], "file": where[1], "line": where[2], "declared_as": str(source),
+                    "_entry": id(entry),
+                })
+
+        def append(self, entry):
+            if rec.active:
+                self._note(entry)
+            return list.append(self, entry)
+
+        def extend(self, entries):
+            entries = list(entries)
+            if rec.active:
+                for entry in entries:
+                    self._note(entry)
+            return list.extend(self, entries)
+
+        def __iadd__(self, entries):
+            self.extend(entries)
+            return self
+
+        def insert(self, index, entry):
+            if rec.active:
+                self._note(entry)
+            return list.insert(self, index, entry)
+
+    return RecordingList
+
+
+@contextlib.contextmanager
+def tracing(ServerArgs, rec, field_names):
+    """Install the class-level ``__setattr__`` wrapper for the duration of the block."""
+    had_own = "__setattr__" in ServerArgs.__dict__
+    own = ServerArgs.__dict__.get("__setattr__")
+    base = ServerArgs.__setattr__
+
+    def traced_setattr(self, name, value):
+        if not rec.active:
+            return base(self, name, value)
+        if name == "_resolved_overrides" and type(value) is list:
+            caller = sys._getframe(1)
+            # declare_resolution makes a new stash and appends to its own reference: keep it
+            if caller.f_code.co_name != "declare_resolution":
+                value = _make_recording_list(rec, self)(value)
+                rec.declared_lists.append(value)
+        if name in field_names:
+            frame = sys._getframe(1)
+            try:
+                old = getattr(self, name)
+            except Exception:
+                old = _MISSING
+            base(self, name, value)
+            code = frame.f_code
+            events = rec.events_for(self)
+            if code.co_name == "__init__" and code.co_filename.startswith("<"):
+                events.append({"seq": rec.next_seq(), "kind": "init", "field": name, "new": value})
+                return
+            events.append({
+                "seq": rec.next_seq(), "kind": "write", "field": name, "old": old, "new": value,
+                "function": code.co_name, "file": PATHS.rel(code.co_filename), "line": frame.f_lineno,
+                "declared_as": None,
+            })
+            return
+        return base(self, name, value)
+
+    env_cls = type(os.environ)
+    env_getitem = env_cls.__getitem__
+
+    def traced_getitem(self, key):
+        value = env_getitem(self, key)
+        if rec.active and self is os.environ and key in rec.env_at_start:
+            frame = sys._getframe(1)
+            for f in _sglang_frames(frame):
+                if not f.f_code.co_filename.endswith("environ.py"):
+                    rec.env_reads.append((rec.next_seq(), key, f.f_code.co_name, PATHS.rel(f.f_code.co_filename)))
+                    break
+        return value
+
+    ServerArgs.__setattr__ = traced_setattr
+    env_cls.__getitem__ = traced_getitem
+    rec.active = True
+    try:
+        yield
+    finally:
+        rec.active = False
+        env_cls.__getitem__ = env_getitem
+        if had_own:
+            ServerArgs.__setattr__ = own
+        else:
+            del ServerArgs.__setattr__
+
+
+# --------------------------------------------------------------------------------------------
+# SGLang access (version differences are looked up, never assumed)
+
+
+class SG:
+    """The node's SGLang, imported lazily."""
+
+    def __init__(self):
+        import sglang  # noqa: F401  (the node's own package)
+        from sglang.srt import server_args as sa_mod
+
+        PATHS.set_sglang(sglang)
+        self.sglang = sglang
+        self.mod = sa_mod
+        self.ServerArgs = sa_mod.ServerArgs
+        self.version = getattr(sglang, "__version__", None)
+        if self.version is None:
+            try:
+                from sglang.version import __version__ as v
+                self.version = v
+            except Exception:
+                self.version = "unknown"
+        self.has_resolve_once = hasattr(self.ServerArgs, "resolve_once")
+
+    def parser(self):
+        p = argparse.ArgumentParser(prog="sglang serve")
+        self.ServerArgs.add_cli_args(p)
+        return p
+
+    def field_names(self):
+        try:
+            from sglang.srt.arg_groups.arg_utils import record_fields
+            return [f.name for f in record_fields(self.ServerArgs)]
+        except Exception:
+            import dataclasses
+            return [f.name for f in dataclasses.fields(self.ServerArgs)]
+
+    def field_defaults(self):
+        out = {}
+        try:
+            import msgspec
+            if isinstance(self.ServerArgs, type) and issubclass(self.ServerArgs, msgspec.Struct):
+                for f in msgspec.structs.fields(self.ServerArgs):
+                    if f.default is not msgspec.NODEFAULT:
+                        out[f.name] = f.default
+                    elif f.default_factory is not msgspec.NODEFAULT:
+                        out[f.name] = f.default_factory()
+                return out
+        except ImportError:
+            pass
+        import dataclasses
+        for f in dataclasses.fields(self.ServerArgs):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                out[f.name] = f.default_factory()  # type: ignore[misc]
+        return out
+
+    def fallback(self, name, value):
+        try:
+            from sglang.srt.arg_groups.arg_utils import with_fallback
+        except Exception:
+            return value
+        try:
+            return with_fallback(self.ServerArgs, name, value)
+        except Exception:
+            return value
+
+    def config_merger(self, parser):
+        for modname in ("sglang.srt.utils.server_args_config_parser", "sglang.srt.server_args_config_parser"):
+            try:
+                mod = __import__(modname, fromlist=["ConfigArgumentMerger"])
+                return mod.ConfigArgumentMerger(parser)
+            except ImportError:
+                continue
+        return None
+
+    @functools.lru_cache(maxsize=None)
+    def dest_to_field(self):
+        """argparse dest -> ServerArgs field, learned by running SGLang's own ``from_cli_args``
+        on a namespace of sentinels with ``__post_init__`` switched off."""
+        parser = self.parser()
+        sentinels = {}
+        ns = argparse.Namespace()
+        for action in parser._actions:
+            if action.dest in (None, argparse.SUPPRESS, "help"):
+                continue
+            s = sentinels.setdefault(action.dest, type("_Dest", (), {"dest": action.dest})())
+            setattr(ns, action.dest, s)
+        cls = self.ServerArgs
+        had = "__post_init__" in cls.__dict__
+        own = cls.__dict__.get("__post_init__")
+        cls.__post_init__ = lambda self: None
+        try:
+            obj = cls.from_cli_args(ns)
+        finally:
+            if had:
+                cls.__post_init__ = own
+            else:
+                del cls.__post_init__
+        mapping = {}
+        by_id = {id(s): d for d, s in sentinels.items()}
+        for name in self.field_names():
+            v = getattr(obj, name, None)
+            if id(v) in by_id:
+                mapping.setdefault(by_id[id(v)], name)
+        return mapping
+
+
+def _suppress_parser(sg):
+    p = sg.parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+        action.required = False
+    return p
+
+
+@contextlib.contextmanager
+def _argparse_raises():
+    """argparse's ``error()`` raises :class:`_UsageError` instead of printing and exiting."""
+    orig = argparse.ArgumentParser.error
+
+    def error(self, message):
+        raise _UsageError("%s: error: %s" % (self.prog, message))
+
+    argparse.ArgumentParser.error = error
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = orig
+
+
+def _explicit(sg, argv):
+    """dests given explicitly in ``argv``: {dest: value}; never raises."""
+    with _argparse_raises():
+        try:
+            with contextlib.redirect_stderr(open(os.devnull, "w")):
+                ns, _rest = _suppress_parser(sg).parse_known_args(list(argv))
+            return vars(ns)
+        except (_UsageError, SystemExit, Exception):
+            return {}
+
+
+def _option_strings(sg):
+    opts = set()
+    for a in sg.parser()._actions:
+        opts.update(a.option_strings)
+    return opts
+
+
+def _usage_error(sg, message):
+    m = re.search(r"unrecognized arguments: (.*)$", message)
+    unknown = []
+    if m:
+        unknown = [t.split("=", 1)[0] for t in m.group(1).split() if t.startswith("-")]
+    suggestions = {}
+    options = None
+    for flag in unknown:
+        if flag in RENAMED_FLAGS:
+            new, when = RENAMED_FLAGS[flag]
+            suggestions[flag] = "unknown in SGLang %s; renamed `%s` in %s" % (sg.version, new, when) if new else \
+                "unknown in SGLang %s; removed in %s" % (sg.version, when)
+            continue
+        if options is None:
+            options = sorted(_option_strings(sg))
+        dashed = flag.replace("_", "-")
+        if dashed != flag and dashed in options:
+            suggestions[flag] = "unknown in SGLang %s; did you mean `%s`? (SGLang's options use dashes)" % (sg.version, dashed)
+            continue
+        close = difflib.get_close_matches(flag, options, n=1, cutoff=0.75)
+        suggestions[flag] = ("unknown in SGLang %s; did you mean `%s`?" % (sg.version, close[0])) if close else \
+            "unknown in SGLang %s" % sg.version
+    return {"message": message, "unknown_flags": unknown, "suggestions": suggestions}
+
+
+def _note(rec, level, message):
+    rec.messages.append({"level": level, "logger": "mambaconsole.resolver", "message": message,
+                         "file": None, "line": None, "_seq": rec.next_seq(), "_function": None})
+
+
+def _config_split(sg, argv, rec):
+    """(config_part, cli_part) of ``argv`` per SGLang's own merger; quirks become messages."""
+    for tok in argv:
+        if tok.startswith("--config="):
+            _note(rec, "WARNING", "`%s` is silently ignored by SGLang: prepare_server_args only merges a YAML "
+                  "given as two words (`--config PATH`)" % tok)
+    if "--config" not in argv:
+        return [], list(argv)
+    merger = sg.config_merger(sg.parser())
+    if merger is None:
+        return [], list(argv)
+    i = argv.index("--config")
+    cli_part = list(argv[:i]) + list(argv[i + 2:])
+    try:
+        with _argparse_raises():
+            merged = merger.merge_config_with_args(list(argv))
+    except Exception:
+        return [], cli_part  # prepare_server_args will raise it and we report that
+    if len(merged) >= len(cli_part) and merged[len(merged) - len(cli_part):] == cli_part:
+        config_part = merged[:len(merged) - len(cli_part)]
+    else:
+        config_part = []
+    for tok in config_part:
+        if tok.startswith("--") and "_" in tok:
+            key = tok[2:]
+            _note(rec, "WARNING", "YAML key `%s` in %s uses underscores: SGLang passes it on as `%s`, which its "
+                  "parser does not know; write `%s`" % (key, argv[i + 1] if i + 1 < len(argv) else "--config",
+                                                         tok, key.replace("_", "-")))
+    return config_part, cli_part
+
+
+# --------------------------------------------------------------------------------------------
+# one resolution
+
+
+def _error_info(exc, tb):
+    frames = traceback.extract_tb(tb)
+    last = frames[-1] if frames else None
+    sg_last = None
+    for fs in reversed(frames):
+        if PATHS.in_sglang(fs.filename):
+            sg_last = fs
+            break
+    step = None
+    names = [fs.name for fs in frames]
+    for i, name in enumerate(names):
+        if name in _STEP_PARENTS:
+            for j in range(i + 1, len(names)):
+                if names[j] not in _STEP_SKIP and names[j] not in _STEP_PARENTS:
+                    step = names[j]
+                    break
+    return {
+        "type": "%s.%s" % (type(exc).__module__, type(exc).__qualname__) if type(exc).__module__ != "builtins"
+        else type(exc).__qualname__,
+        "message": str(exc),
+        "file": PATHS.rel(last.filename) if last else "",
+        "line": last.lineno if last else 0,
+        "function": last.name if last else "",
+        "sglang_file": PATHS.rel(sg_last.filename) if sg_last else None,
+        "sglang_line": sg_last.lineno if sg_last else None,
+        "step": step,
+    }
+
+
+def resolve(sg, argv, env=None):
+    """Resolve ``argv`` with SGLang's own code; the result dict (shape: ``mambaconsole.resolve``)."""
+    t0 = time.perf_counter()
+    if env:
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+    rec = Recorder()
+    argv = list(argv)
+    out = {"sglang_version": sg.version, "python": sys.executable, "ok": False, "elapsed_s": 0.0,
+           "usage_error": None, "error": None, "fields": {}, "messages": []}
+
+    handler = _LogHandler(rec)
+    sglang_logger = logging.getLogger("sglang")
+    sglang_logger.addHandler(handler)
+    field_names = sg.field_names()
+    field_set = set(field_names)
+    server_args = None
+    error = None
+    try:
+        config_part, cli_part = _config_split(sg, argv, rec)
+        given_config = _explicit(sg, config_part) if config_part else {}
+        given_cli = _explicit(sg, cli_part)
+        rec.env_at_start = dict(os.environ)
+        with _argparse_raises(), tracing(sg.ServerArgs, rec, field_set):
+            try:
+                server_args = sg.mod.prepare_server_args(argv)
+                rec.events_for(server_args)
+                if sg.has_resolve_once:
+                    server_args.resolve_once()
+            except _UsageError as exc:
+                out["usage_error"] = _usage_error(sg, str(exc))
+            except SystemExit as exc:  # an argparse path that exits without error()
+                out["usage_error"] = {"message": "sglang exited with status %s while parsing" % exc.code,
+                                      "unknown_flags": [], "suggestions": {}}
+            except BaseException as exc:  # noqa: BLE001 - every SGLang failure is the answer
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                error = exc
+                out["error"] = _error_info(exc, exc.__traceback__)
+    finally:
+        sglang_logger.removeHandler(handler)
+        # leave no recording list behind (pickling the args elsewhere would need this module)
+        if server_args is not None and type(getattr(server_args, "_resolved_overrides", None)).__name__ == "RecordingList":
+            try:
+                object.__setattr__(server_args, "_resolved_overrides", list(server_args._resolved_overrides))
+            except Exception:
+                try:
+                    sg.ServerArgs.__setattr__(server_args, "_resolved_overrides", list(server_args._resolved_overrides))
+                except Exception:
+                    pass
+
+    if out["usage_error"] is None:
+        target = server_args if server_args is not None else (rec.instances[0] if rec.instances else None)
+        out["fields"] = _fields(sg, target, rec, field_names, given_cli, given_config)
+        out["ok"] = error is None
+    out["messages"] = [{k: v for k, v in m.items() if not k.startswith("_")} for m in rec.messages]
+    out["elapsed_s"] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+def _final_values(sg, obj, field_names):
+    if obj is None:
+        return {}
+    if sg.has_resolve_once:
+        try:
+            from sglang.srt.arg_groups.overrides import resolution_result
+        except Exception:
+            resolution_result = None
+        if resolution_result is not None:
+            vals = {}
+            for name in field_names:
+                try:
+                    vals[name] = resolution_result(obj, name)
+                except Exception:
+                    vals[name] = getattr(obj, name, None)
+            return vals
+    return {name: getattr(obj, name, None) for name in field_names}
+
+
+def _fields(sg, obj, rec, field_names, given_cli, given_config):
+    d2f = sg.dest_to_field()
+    f2dest = {}
+    for dest, field in d2f.items():
+        f2dest.setdefault(field, dest)
+    parser = sg.parser()
+    actions = {}
+    for a in parser._actions:
+        if a.dest not in actions and a.option_strings:
+            actions[a.dest] = a
+    class_defaults = sg.field_defaults()
+    finals = _final_values(sg, obj, field_names)
+    events = rec.events.get(id(obj), []) if obj is not None else []
+    env_by_function = {}
+    for seq, name, function, file in rec.env_reads:
+        env_by_function.setdefault((function, file), []).append((seq, name))
+
+    initial = {}
+    for e in events:
+        if e["kind"] == "init":
+            initial[e["field"]] = e["new"]
+    raw = getattr(obj, "_raw_input", None) if obj is not None else None
+
+    result = {}
+    current = {}
+    for name in field_names:
+        dest = f2dest.get(name)
+        action = actions.get(dest) if dest else None
+        if action is not None:
+            default = action.default
+        else:
+            default = class_defaults.get(name)
+        default = sg.fallback(name, default)
+        if isinstance(raw, dict) and name in raw:
+            start = sg.fallback(name, raw[name])
+        elif name in initial:
+            start = initial[name]
+        elif obj is not None and not sg.has_resolve_once:
+            start = finals.get(name)
+        else:
+            start = default
+        current[name] = start
+        result[name] = {"start": start, "default": default, "dest": dest, "action": action, "writes": []}
+
+    last_declared = {}
+    for e in sorted(events, key=lambda e: e["seq"]):
+        if e["kind"] == "init" or e["field"] not in result:
+            continue
+        name = e["field"]
+        if e["kind"] == "write" and e["function"] == "materialize_declarations" and name in last_declared \
+                and _same(last_declared[name], e["new"]):
+            current[name] = e["new"]
+            continue  # 0.5.15-0.5.18 apply each declaration again as a write: one decision
+        old = current[name] if e["kind"] == "declare" else (e["old"] if e["old"] is not _MISSING else current[name])
+        if e["kind"] == "declare":
+            last_declared[name] = e["new"]
+        result[name]["writes"].append({
+            "old": old, "new": e["new"], "function": e["function"], "file": e["file"], "line": e["line"],
+            "declared_as": e["declared_as"], "_seq": e["seq"],
+        })
+        current[name] = e["new"]
+
+    fields = {}
+    for name in field_names:
+        r = result[name]
+        dest = r["dest"]
+        value = finals.get(name, current[name]) if obj is not None else current[name]
+        if dest in given_cli:
+            given, given_src = given_cli[dest], "cli"
+        elif dest in given_config:
+            given, given_src = given_config[dest], "config"
+        else:
+            given, given_src = None, None
+        changed = not _same(value, r["start"]) and bool(r["writes"])
+        if not changed:
+            source = given_src or "default"
+        elif given_src is not None and not (isinstance(given, str) and given == "auto"):
+            source = "overridden"
+        elif given_src is not None:
+            source = "derived"  # an explicit `auto` asks SGLang to choose
+        else:
+            source = "derived"
+            for w in r["writes"]:
+                reads = env_by_function.get((w["function"], w["file"]), [])
+                if any(seq < w["_seq"] for seq, _ in reads):
+                    source = "env"
+                    break
+        action = r["action"]
+        fields[name] = {
+            "value": _jsonable(value),
+            "default": _jsonable(r["default"]),
+            "given": _jsonable(given) if given_src else None,
+            "option": _canonical_option(action, dest) if action is not None else None,
+            "source": source,
+            "writes": [{k: (_jsonable(v) if k in ("old", "new") else v) for k, v in w.items() if not k.startswith("_")}
+                       for w in r["writes"]],
+        }
+    return fields
+
+
+def _canonical_option(action, dest):
+    want = "--" + dest.replace("_", "-")
+    if want in action.option_strings:
+        return want
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    return longs[0] if longs else (action.option_strings[0] if action.option_strings else None)
+
+
+# --------------------------------------------------------------------------------------------
+# parser metadata for the edit form
+
+
+def params(sg):
+    parser = sg.parser()
+    d2f = sg.dest_to_field()
+    rows = []
+    for a in parser._actions:
+        if isinstance(a, argparse._HelpAction) or not a.option_strings:
+            continue
+        choices = a.choices
+        if isinstance(choices, (set, frozenset)):
+            choices = sorted(choices, key=str)
+        elif choices is not None:
+            choices = list(choices)
+        cls = type(a).__name__
+        t = a.type
+        rows.append({
+            "option_strings": list(a.option_strings),
+            "dest": a.dest,
+            "field": d2f.get(a.dest),
+            "default": _jsonable(a.default),
+            "choices": _jsonable(choices),
+            "type": None if t is None else getattr(t, "__name__", repr(t)),
+            "nargs": _jsonable(a.nargs),
+            "const": _jsonable(a.const),
+            "required": bool(a.required),
+            "help": None if a.help in (None, argparse.SUPPRESS) else str(a.help),
+            "hidden": a.help == argparse.SUPPRESS,
+            "action": cls,
+            "deprecated": "Deprecated" in cls or bool(getattr(a, "deprecated", False)),
+            "metavar": _jsonable(a.metavar),
+        })
+    return {"sglang_version": sg.version, "python": sys.executable, "params": rows}
+
+
+# --------------------------------------------------------------------------------------------
+# warm mode
+
+
+def _fresh_child_state(sg):
+    """In a forked child: forget what earlier resolutions cached (model config, probes)."""
+    try:
+        from sglang.srt.utils.hf_transformers.config import get_config
+        get_config.cache_clear()
+    except Exception:
+        pass
+    for modname, mod in list(sys.modules.items()):
+        if not modname.startswith("sglang") or mod is None:
+            continue
+        for value in list(getattr(mod, "__dict__", {}).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", "") == modname:
+                try:
+                    clear()
+                except Exception:
+                    pass
+
+
+class _DeviceQueryDeferred(Exception):
+    """Raised in the warm parent when its warm-up would initialise CUDA (never in a child)."""
+
+
+@contextlib.contextmanager
+def _no_cuda_init():
+    """Keep the warm parent from creating a CUDA context: forked children could not use CUDA
+    afterwards ("Cannot re-initialize CUDA in forked subprocess"), and the parent would hold
+    memory on the running server's GPU. torch's lazy CUDA init raises instead, inside this block."""
+    try:
+        import torch.cuda
+    except Exception:
+        yield
+        return
+    orig = torch.cuda._lazy_init
+
+    def refuse():
+        if torch.cuda.is_initialized():
+            return orig()
+        raise _DeviceQueryDeferred("CUDA initialisation is deferred to the per-resolve fork")
+
+    torch.cuda._lazy_init = refuse
+    try:
+        yield
+    finally:
+        torch.cuda._lazy_init = orig
+
+
+def _cuda_initialized():
+    mod = sys.modules.get("torch.cuda")
+    try:
+        return bool(mod is not None and mod.is_initialized())
+    except Exception:
+        return False
+
+
+def _emit_line(stream, obj):
+    stream.write((json.dumps(obj) + "\n").encode())
+    stream.flush()
+
+
+def serve(sg, out, idle_timeout, warm_argv):
+    """Warm parent: answer each request in a fresh fork of this process."""
+    env_snapshot = dict(os.environ)
+    t0 = time.perf_counter()
+    warm_note = "full"
+    if warm_argv:
+        with _no_cuda_init():
+            try:
+                resolve(sg, warm_argv)
+            except _DeviceQueryDeferred:
+                warm_note = "partial (device query deferred to the fork)"
+            except Exception as exc:  # the warm-up result is thrown away
+                warm_note = "partial (%s)" % type(exc).__name__
+    os.environ.clear()
+    os.environ.update(env_snapshot)
+    _fresh_child_state(sg)
+    gc.collect()
+    if _cuda_initialized():
+        _emit_line(out, {"event": "error", "message": "CUDA got initialised in the warm parent; use a fresh process per resolve"})
+        return 3
+    sockdir = tempfile.mkdtemp(prefix="mambaconsole-resolver-")
+    path = os.path.join(sockdir, "sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    os.chmod(path, 0o600)
+    srv.listen(8)
+    srv.settimeout(5.0)
+    try:
+        _emit_line(out, {"event": "ready", "protocol": PROTOCOL, "socket": path, "pid": os.getpid(),
+                         "sglang_version": sg.version, "python": sys.executable,
+                         "warmup_s": round(time.perf_counter() - t0, 3), "warmup": warm_note,
+                         "cuda_initialized": _cuda_initialized()})
+        last = time.monotonic()
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                _emit_line(out, {"event": "alive"})  # BrokenPipeError here ends us when the console left
+                if time.monotonic() - last > idle_timeout:
+                    return 0
+                continue
+            last = time.monotonic()
+            with conn:
+                conn.settimeout(None)
+                _serve_one(sg, conn)
+    except (BrokenPipeError, ConnectionResetError):
+        return 0
+    finally:
+        srv.close()
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(sockdir)
+
+
+def _serve_one(sg, conn):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    pid = os.fork()
+    if pid == 0:  # child: one resolution, then gone with all its state
+        code = 0
+        try:
+            signal_alarm = getattr(__import__("signal"), "alarm", None)
+            if signal_alarm:
+                signal_alarm(300)
+            _fresh_child_state(sg)
+            request = json.loads(data.decode() or "{}")
+            if request.get("params"):
+                answer = params(sg)
+            else:
+                answer = resolve(sg, request.get("argv", []), request.get("env"))
+            payload = (json.dumps(answer) + "\n").encode()
+            conn.sendall(payload)
+        except BaseException:
+            code = 1
+            with contextlib.suppress(Exception):
+                traceback.print_exc()
+        finally:
+            with contextlib.suppress(Exception):
+                conn.close()
+            os._exit(code)
+    os.waitpid(pid, 0)
+
+
+#: the tiny client that forwards one request to a warm resolver's socket (sent as ``python -c``)
+CLIENT = (
+    "import socket,sys\n"
+    "s=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM);s.connect(sys.argv[1])\n"
+    "s.sendall(sys.stdin.buffer.read().rstrip(b'\\n')+b'\\n')\n"
+    "b=b''\n"
+    "while True:\n"
+    "  c=s.recv(1<<20)\n"
+    "  if not c: break\n"
+    "  b+=c\n"
+    "sys.stdout.buffer.write(b)\n"
+)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv):
+    # our JSON owns the real stdout; whatever SGLang or torch prints goes to stderr
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # torch.cuda.is_available() through NVML: asking does not create a CUDA context (fork-safe)
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+
+    mode = "resolve"
+    idle = 1800.0
+    warm_argv = None
+    args = list(argv)
+    while args and args[0] != "--":
+        a = args.pop(0)
+        if a == "--params":
+            mode = "params"
+        elif a == "--serve":
+            mode = "serve"
+        elif a == "--idle-timeout":
+            idle = float(args.pop(0))
+        elif a == "--warm-argv":
+            warm_argv = json.loads(args.pop(0))
+        else:
+            args.insert(0, a)
+            break
+    if args and args[0] == "--":
+        args.pop(0)
+    try:
+        sg = SG()
+    except BaseException as exc:  # no sglang, broken env: one JSON line saying so
+        _emit_line(out, {"ok": False, "fatal": "cannot import sglang: %s: %s" % (type(exc).__name__, exc),
+                         "python": sys.executable})
+        return 4
+    if mode == "params":
+        _emit_line(out, params(sg))
+    elif mode == "serve":
+        return serve(sg, out, idle, warm_argv)
+    else:
+        _emit_line(out, resolve(sg, args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
