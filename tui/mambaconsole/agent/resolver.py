@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 
 PROTOCOL = 1
 
@@ -180,6 +181,17 @@ class _LogHandler(logging.Handler):
         })
 
 
+def _def_line(code):
+    """The line of the ``def`` itself (``co_firstlineno`` is the first decorator's)."""
+    import linecache
+    line = code.co_firstlineno
+    for n in range(line, line + 20):
+        text = linecache.getline(code.co_filename, n).lstrip()
+        if text.startswith(("def ", "async def ")):
+            return n
+    return line
+
+
 def _make_recording_list(rec, owner):
     class RecordingList(list):
         """``_resolved_overrides`` stand-in that records where each declaration was made."""
@@ -198,7 +210,7 @@ def _make_recording_list(rec, owner):
                 frame = frame.f_back
             if pass_fn is not None and hasattr(pass_fn, "__code__"):
                 code = pass_fn.__code__
-                where = (getattr(pass_fn, "__name__", code.co_name), PATHS.rel(code.co_filename), code.co_firstlineno)
+                where = (getattr(pass_fn, "__name__", code.co_name), PATHS.rel(code.co_filename), _def_line(code))
             elif frame is not None:
                 where = _frame_info(frame)
             else:
@@ -779,8 +791,15 @@ def _fresh_child_state(sg):
         if not modname.startswith("sglang") or mod is None:
             continue
         for value in list(getattr(mod, "__dict__", {}).values()):
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", "") == modname:
+            # look only at lru_cache wrappers and plain functions: a generic getattr would
+            # trigger SGLang's lazy-import placeholders
+            if isinstance(value, functools._lru_cache_wrapper):
+                clear = value.cache_clear
+            elif isinstance(value, types.FunctionType):
+                clear = value.__dict__.get("cache_clear")
+            else:
+                continue
+            if callable(clear) and value.__dict__.get("__module__", getattr(value, "__module__", "")) == modname:
                 try:
                     clear()
                 except Exception:
