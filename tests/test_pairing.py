@@ -4,9 +4,16 @@ stand-in servers' own inputs (the numbers they print), never from the console.""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import json
+import os
+import signal
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 from fixtures.console import console_for, wait_until
 from fixtures.pairing import sshd_cut, sshd_restart
@@ -14,7 +21,8 @@ from mambaconsole.node import node_for
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
 from mambaconsole.node.supervisor import backoff_delay
-from mambaconsole.ui.feed import Feed
+from mambaconsole.state import ConsoleState, LogLine, LogLines, RunsListed
+from mambaconsole.ui.feed import Feed, run_info
 
 # Prints "n 00001" .. "n N" one line every 10 ms, then serves until SIGINT (exit 0).
 TICKER = textwrap.dedent("""
@@ -129,3 +137,113 @@ async def test_reconnect_follows_a_run_relaunched_meanwhile(ssh_home, tmp_path, 
         assert f"now following run {second.run_id}" in header and "bob@laptop" in header
     async with LocalNode() as local:
         await RunStore(local).stop(second.run_id, int_s=5)
+
+
+# ------------------------------------------------------------------- truthful state
+
+# Prints one line, then serves until SIGINT.
+QUIET = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    print("loaded", flush=True)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+async def test_sigkill_is_dead_with_exit_status_never_running(node_home, tmp_path, no_config):
+    async with LocalNode() as node:
+        store = RunStore(node)
+        run = await store.start([sys.executable, _script(tmp_path, "quiet.py", QUIET)])
+        app = _console(node)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.log_total == 1, what="the first line")
+            assert app.state.status == "starting"
+            os.kill(run.pid, signal.SIGKILL)
+            seen = []
+
+            def dead():
+                seen.append(app.state.status)
+                return app.state.status == "dead" and app.state.run.exit_code is not None
+
+            await wait_until(pilot, dead, what="the dead state")
+            for _ in range(6):  # it stays dead on later polls
+                await pilot.pause(0.2)
+                seen.append(app.state.status)
+            after = seen[next(i for i, w in enumerate(seen) if w == "dead"):]
+            assert set(after) == {"dead"}
+            assert app.state.run.exit_code == 128 + signal.SIGKILL
+            assert f"DEAD exit {128 + signal.SIGKILL}" in str(app.bar.render())
+        rec = await store.get(run.run_id)
+        assert (rec.state, rec.exit_code, rec.record.get("signal")) == ("exited", 137, "SIGKILL")
+
+
+async def test_server_gone_without_status_is_marked_lost(node_home, tmp_path):
+    """The wrapper and the server both die by SIGKILL (nobody records an exit): the store
+    detects the pid is gone and writes the run down as lost, for every console to see."""
+    async with LocalNode() as node:
+        store = RunStore(node)
+        run = await store.start([sys.executable, _script(tmp_path, "quiet.py", QUIET)])
+        status_path = Path(run.run_dir) / "status.json"
+        wrapper = json.loads(status_path.read_text())["wrapper_pid"]
+        os.kill(wrapper, signal.SIGKILL)
+        os.kill(run.pid, signal.SIGKILL)
+        for _ in range(100):
+            rec = await store.get(run.run_id)
+            if rec.state != "exiting":
+                break
+            await asyncio.sleep(0.05)
+        assert rec.state == "lost" and not rec.alive
+        assert str(run.pid) in rec.record["error"]
+        on_disk = json.loads(status_path.read_text())
+        assert on_disk["state"] == "lost" and on_disk["ended"]
+        assert run_info(rec).state == "dead"
+
+
+async def test_stale_log_trap_new_run_never_started(node_home, tmp_path, no_config):
+    """A previous run's log exists; the new launch cannot start its program. The console says
+    the new run never started and does not show the old log as the new one."""
+    async with LocalNode() as node:
+        store = RunStore(node)
+        old = await store.start([sys.executable, "-c", "print('old run line 1'); print('old run line 2')"])
+        for _ in range(200):
+            if (await store.get(old.run_id)).state == "exited":
+                break
+            await asyncio.sleep(0.05)
+        missing = str(tmp_path / "no-such-venv" / "bin" / "python")
+        new = await store.start([missing, "-m", "sglang.launch_server"])
+        app = _console(node)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == new.run_id, what="the new run")
+            await wait_until(pilot, lambda: app.state.log_total >= 1, what="the new run's log")
+            assert app.state.status == "never started"
+            header = str(app.bar.render())
+            assert "NEVER STARTED" in header and "the run never started" in header and missing in header
+            shown = [ln.text for ln in app.state.log]
+            assert not any("old run line" in t for t in shown)
+            assert any(missing in t for t in shown)  # the new run's own log says why
+            assert app.state.log_run_id == new.run_id
+            assert f"log of run {new.run_id}" in str(app.log_pane.query_one("#log-title").render())
+
+
+async def test_log_silent_while_alive_is_flagged_after_a_bound(node_home, tmp_path):
+    """The node reports how long the log has not grown; the console flags it past the bound
+    and clears the flag when a line arrives."""
+    async with LocalNode() as node:
+        store = RunStore(node)
+        run = await store.start([sys.executable, _script(tmp_path, "quiet.py", QUIET)])
+        await asyncio.sleep(1.5)
+        rec = await store.get(run.run_id)
+        assert rec.state == "running" and rec.record["log_idle_s"] >= 1.0
+        log_size = os.path.getsize(run.log_path)
+        assert rec.record["log_size"] == log_size == len("loaded\n")
+        now = [1000.0]
+        st = ConsoleState("h", clock=lambda: now[0], log_silent_s=60.0)
+        st.apply(RunsListed((run_info(rec),), rec.run_id))
+        idle = rec.record["log_idle_s"]
+        assert st.log_silent_for() is None
+        now[0] += 61.0 - idle  # the log has now been silent just over the bound
+        assert st.log_silent_for() == pytest.approx(61.0)
+        st.apply(LogLines(rec.run_id, (LogLine(rec.run_id, 0, "loaded"),)))
+        assert st.log_silent_for() is None
+        await store.stop(run.run_id, int_s=5)

@@ -28,6 +28,8 @@ LOG_KEEP = 5000
 GPU_HISTORY = 120
 #: speculative points kept (one per decode batch line)
 SPEC_KEEP = 600
+#: a live server's log that has not grown for this many seconds is flagged "log silent"
+LOG_SILENT_S = 300.0
 #: accept length at or under this, for COLLAPSE_RUN decode lines in a row, raises the alarm
 COLLAPSE_LEN = 1.05
 COLLAPSE_RUN = 5
@@ -117,6 +119,7 @@ class RunInfo:
     pids: tuple[int, ...] = ()
     log_path: str = ""
     log_mtime: float | None = None
+    log_idle_s: float | None = None  # seconds since the log last grew, when the node was polled
     time_to_ready: float | None = None
     peak_mem_mib: float | None = None
     mean_accept_len: float | None = None
@@ -252,8 +255,12 @@ def _log_parser() -> Any:
 class ConsoleState:
     """The one state object. ``clock`` gives the current time (frozen in snapshot tests)."""
 
-    def __init__(self, host: str = "", *, clock: Callable[[], float] = time.time, log_keep: int = LOG_KEEP) -> None:
+    def __init__(self, host: str = "", *, clock: Callable[[], float] = time.time, log_keep: int = LOG_KEEP,
+                 log_silent_s: float = LOG_SILENT_S) -> None:
         self.clock = clock
+        self.log_silent_s = log_silent_s
+        self._runs_t: float | None = None  # when the run list was last read (console clock)
+        self._line_t: float | None = None  # when the current run's log last gave a line
         self.host = host
         self.sglang_version: str | None = None
         self.simulated = False
@@ -316,6 +323,8 @@ class ConsoleState:
         r = self.run
         if r is None:
             return "no run"
+        if r.state == "never_started":
+            return "never started"
         ended = r.state in ("exited", "dead") or r.exit_code is not None
         out = r.outcome
         if out is None and (ended or self.failure):
@@ -362,6 +371,20 @@ class ConsoleState:
             return True
         return r.log_mtime is not None and r.started is not None and r.log_mtime < r.started - 1
 
+    def log_silent_for(self) -> float | None:
+        """Seconds the current run's log has not grown while its process is alive, once that
+        exceeds ``log_silent_s``; else None. Known from the node's log mtime at the last run
+        poll and from lines received since."""
+        r = self.run
+        if r is None or r.state not in ("running", "adopted", "starting", "ready") or r.log_idle_s is None \
+                or self._runs_t is None:
+            return None
+        last = self._runs_t - r.log_idle_s
+        if self._line_t is not None and self.log_run_id == r.run_id:
+            last = max(last, self._line_t)
+        silent = self.clock() - last
+        return silent if silent > self.log_silent_s else None
+
     def mean_accept(self) -> float | None:
         return self.spec_sum / self.spec_n if self.spec_n else None
 
@@ -407,6 +430,7 @@ class ConsoleState:
 
     def _on_RunsListed(self, ev: RunsListed) -> set[str]:
         self.runs = list(ev.runs)
+        self._runs_t = self.clock()
         cur = next((r for r in ev.runs if r.run_id == ev.current), None)
         changed = {"runs"}
         if cur is not None:
@@ -428,6 +452,7 @@ class ConsoleState:
         self.log_offset = 0
         self.log_run_id = None
         self.log_generation += 1
+        self._line_t = None
         self.spec.clear()
         self.spec_sum = 0.0
         self.spec_n = 0
@@ -458,6 +483,8 @@ class ConsoleState:
         if ev.run_id != self.log_run_id:
             return set()
         changed = {"log"}
+        if ev.lines:
+            self._line_t = self.clock()
         if ev.reset:
             self.log_offset = 0  # truncated or rotated: the file's offsets start over
         following_current = self.run is not None and ev.run_id == self.run.run_id

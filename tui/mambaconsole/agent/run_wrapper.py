@@ -79,6 +79,7 @@ def main():
     except OSError as exc:
         msg = "mambaconsole: cannot start %r: %s" % (argv[0] if argv else "", exc.strerror or exc)
         sys.stdout.write(msg + "\n")
+        log.write((msg + "\n").encode("utf-8", "replace"))  # the run's own log says why
         status.update(state="exited", ended=time.time(), exit_code=127, error=msg)
         _write_json(status_path, status)
         return 127

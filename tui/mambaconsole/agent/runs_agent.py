@@ -37,8 +37,12 @@ Ops and their results:
     acquired; a lock older than stale_s seconds is taken over). ``unlock`` {token} -> bool.
 
 A run record is status.json plus ``"run_id"``, ``"argv"``, ``"run_dir"``, ``"alive"`` (bool) and
-``"state"``: ``starting``, ``running``, ``exited`` (with ``exit_code``), ``lost`` (the wrapper
-died without recording an exit), ``adopted`` (alive) or ``gone`` (adopted, ended; no exit code).
+``"state"``: ``starting``, ``running``, ``exiting`` (the server is gone, its wrapper is recording
+the exit), ``exited`` (with ``exit_code``), ``never_started`` (the program could not be started,
+exit 127 with ``error``, or no wrapper reported within 30 s), ``lost`` (the server is gone and
+no exit was recorded: its wrapper died too; written to status.json with ``error``), ``adopted``
+(alive) or ``gone`` (adopted, ended; no exit code); plus ``log_size``, ``log_mtime`` and
+``log_idle_s`` (seconds since the log last grew, node clock) when the log exists.
 """
 
 import json
@@ -156,19 +160,65 @@ def _record(runs, rid):
     pid = st.get("pid")
     alive = _alive(pid, st.get("pid_start_ticks"), argv) if pid else False
     rec["alive"] = alive
+    _log_facts(rec)
     if st.get("adopted"):
         rec["state"] = "adopted" if alive else "gone"
     elif st.get("state") == "exited":
-        rec["state"] = "exited"
+        # the wrapper could not start the program at all: the server never ran
+        rec["state"] = "exited" if pid else "never_started"
+    elif st.get("state") in ("lost", "never_started"):
+        rec["state"] = st["state"]
     elif alive:
         rec["state"] = "running"
-    elif st.get("state") in (None, "starting") and time.time() - float(st.get("created") or 0) < 30 \
-            and not st.get("wrapper_pid"):
-        rec["state"] = "starting"
     else:
         wpid = st.get("wrapper_pid")
-        rec["state"] = "running" if wpid and _alive(wpid) else "lost"
+        if wpid and _alive(wpid):
+            # the server is gone and its wrapper is recording the exit: never "running"
+            rec["state"] = "exiting" if pid else "starting"
+        elif not wpid and time.time() - float(st.get("created") or 0) < START_BOUND_S:
+            rec["state"] = "starting"
+        else:
+            rec = _mark_gone(run_dir, st, rec)
     return rec
+
+
+#: seconds a new run may take until its wrapper reports; after that it never started
+START_BOUND_S = 30.0
+
+
+def _mark_gone(run_dir, st, rec):
+    """The wrapper is gone without recording an exit: write it down once (status.json), so
+    every console shows the same truth. ``lost``: the server ran (pid recorded) and is gone;
+    ``never_started``: no wrapper ever reported within START_BOUND_S."""
+    now = time.time()
+    if st.get("pid"):
+        state = "lost"
+        err = ("the server process (pid %s) is gone and no exit status was recorded (its wrapper was "
+               "killed too, or the node rebooted)" % st["pid"])
+    else:
+        state = "never_started"
+        err = ("the run never started: no wrapper reported within %d s of the launch (tmux could not "
+               "start it?)" % START_BOUND_S)
+    new = dict(st)
+    new.update(state=state, ended=st.get("ended") or now, error=st.get("error") or err, marked_at=now)
+    try:
+        _write_json(os.path.join(run_dir, "status.json"), new)
+    except OSError:
+        pass
+    rec = dict(rec)
+    rec.update(new)
+    rec["state"] = state
+    return rec
+
+
+def _log_facts(rec):
+    """``log_size`` (bytes), ``log_mtime`` and ``log_idle_s`` (seconds since the log last grew,
+    on the node's clock) of the run's log; absent when the log does not exist."""
+    try:
+        st = os.stat(rec["log_path"])
+    except OSError:
+        return
+    rec.update(log_size=st.st_size, log_mtime=st.st_mtime, log_idle_s=max(0.0, time.time() - st.st_mtime))
 
 
 def op_start(req):
@@ -401,7 +451,7 @@ def op_stop(req):
     runs = _runs_dir(req)
     pid = rec.get("pid")
     if not pid or not rec["alive"]:
-        if rec["state"] in ("exited", "gone", "lost"):
+        if rec["state"] in ("exited", "gone", "lost", "exiting", "never_started"):
             return rec
         raise Fail("run %s has no live server process to stop (state %s)" % (rec["run_id"], rec["state"]))
     ticks = rec.get("pid_start_ticks")

@@ -59,7 +59,9 @@ class LockHeld(ConsoleError):
 class Run:
     """One run as the node's run store records it.
 
-    ``state``: ``starting``, ``running``, ``exited``, ``lost``, ``adopted``, ``gone``.
+    ``state``: ``starting``, ``running``, ``exiting``, ``exited``, ``never_started``, ``lost``,
+    ``adopted``, ``gone`` (see runs_agent.py); ``record`` also holds ``error`` and the log's
+    ``log_size`` / ``log_mtime`` / ``log_idle_s``.
     Times are unix seconds (node clock); ``exit_code`` is 128+N for signal N.
     """
 
@@ -96,6 +98,8 @@ class Run:
         if self.state == "exited":
             sig = self.record.get("signal")
             return f"exited {self.exit_code}" + (f" ({sig})" if sig else "")
+        if self.state == "never_started":
+            return "never started"
         return self.state
 
 

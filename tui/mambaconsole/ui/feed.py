@@ -32,13 +32,14 @@ from mambaconsole.ui.settings import HostSettings
 BATCH = 500
 
 _STATE = {"starting": "starting", "running": "running", "exited": "exited", "lost": "dead",
-          "adopted": "adopted", "gone": "dead"}
+          "adopted": "adopted", "gone": "dead", "exiting": "dead", "never_started": "never_started"}
 
 
 def run_info(run: Run) -> RunInfo:
     """A :class:`RunInfo` for the UI from the node's run record (:class:`mambaconsole.node.runs.Run`).
-    ``lost`` (the wrapper died without recording an exit) and ``gone`` (an adopted server that
-    ended) both show as dead: never as running."""
+    ``lost`` (the wrapper died without recording an exit), ``exiting`` (the server is gone, the
+    exit is being recorded) and ``gone`` (an adopted server that ended) all show as dead: never
+    as running; ``never_started`` (the program could not be started) as never started."""
     rec = run.record or {}
 
     def num(k):
@@ -49,7 +50,8 @@ def run_info(run: Run) -> RunInfo:
         run_id=run.run_id, argv=tuple(run.argv), started=run.started, ended=run.ended,
         exit_code=run.exit_code, state=_STATE.get(run.state, run.state), outcome=rec.get("outcome"),
         pid=run.pid, pids=tuple(p for p in (rec.get("pids") or ()) if isinstance(p, int)),
-        log_path=run.log_path, log_mtime=num("log_mtime"), time_to_ready=num("time_to_ready"),
+        log_path=run.log_path, log_mtime=num("log_mtime"), log_idle_s=num("log_idle_s"),
+        time_to_ready=num("time_to_ready"),
         peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
         launched_by=rec.get("launched_by"), error=rec.get("error"),
     )

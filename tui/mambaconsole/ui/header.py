@@ -39,6 +39,9 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     elif word in ("oom", "arg error", "crashed") and s.run is not None and s.run.exit_code is not None:
         label = f"{label} exit {s.run.exit_code}"
     t.append(f" ● {label} ", styles.get(word, ""))
+    silent = s.log_silent_for() if s.connected else None
+    if silent is not None:
+        t.append(f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"))
     up = s.uptime()
     if up is not None:
         t.append(f" up {fmt_duration(up)} ")
@@ -59,6 +62,9 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
         t.append(f" relaunch: {s.phase.text}", styles.get("starting", "bold"))
     elif s.failure:
         t.append(f" {s.failure}", styles.get("dead", "bold"))
+    elif s.run is not None and s.run.state == "never_started":
+        t.append(f" the run never started: {s.run.error or 'no server process was ever recorded'}",
+                 styles.get("dead", "bold"))
     elif s.notice:
         t.append(f" {s.notice}", styles.get("starting", "bold"))
     elif s.run is not None and s.run.argv:
