@@ -38,11 +38,12 @@ Ops and their results:
 
 A run record is status.json plus ``"run_id"``, ``"argv"``, ``"run_dir"``, ``"alive"`` (bool) and
 ``"state"``: ``starting``, ``running``, ``exiting`` (the server is gone, its wrapper is recording
-the exit), ``exited`` (with ``exit_code``), ``never_started`` (the program could not be started,
-exit 127 with ``error``, or no wrapper reported within 30 s), ``lost`` (the server is gone and
-no exit was recorded: its wrapper died too; written to status.json with ``error``), ``adopted``
-(alive) or ``gone`` (adopted, ended; no exit code); plus ``log_size``, ``log_mtime`` and
-``log_idle_s`` (seconds since the log last grew, node clock) when the log exists.
+the exit), ``exited`` (with ``exit_code``), ``lost`` (the server is gone and no exit was
+recorded: its wrapper died too, or no wrapper reported within 30 s; written to status.json with
+``error``), ``adopted`` (alive) or ``gone`` (adopted, ended; no exit code). ``never_started``
+(bool): no server process ever ran (the program could not be started: exit 127 and ``error``;
+or no wrapper reported). Plus ``log_size``, ``log_mtime`` and ``log_idle_s`` (seconds since the
+log last grew, node clock) when the log exists.
 """
 
 import json
@@ -164,10 +165,11 @@ def _record(runs, rid):
     if st.get("adopted"):
         rec["state"] = "adopted" if alive else "gone"
     elif st.get("state") == "exited":
-        # the wrapper could not start the program at all: the server never ran
-        rec["state"] = "exited" if pid else "never_started"
-    elif st.get("state") in ("lost", "never_started"):
-        rec["state"] = st["state"]
+        rec["state"] = "exited"
+        # the wrapper could not start the program at all (exit 127, ``error``): it never ran
+        rec["never_started"] = not pid
+    elif st.get("state") == "lost":
+        rec["state"] = "lost"
     elif alive:
         rec["state"] = "running"
     else:
@@ -187,20 +189,19 @@ START_BOUND_S = 30.0
 
 
 def _mark_gone(run_dir, st, rec):
-    """The wrapper is gone without recording an exit: write it down once (status.json), so
-    every console shows the same truth. ``lost``: the server ran (pid recorded) and is gone;
-    ``never_started``: no wrapper ever reported within START_BOUND_S."""
+    """The wrapper is gone without recording an exit: write it down once (status.json) as
+    ``lost``, so every console shows the same truth; ``never_started`` when no wrapper ever
+    reported within START_BOUND_S (no server pid was ever recorded)."""
     now = time.time()
+    state = "lost"
     if st.get("pid"):
-        state = "lost"
         err = ("the server process (pid %s) is gone and no exit status was recorded (its wrapper was "
                "killed too, or the node rebooted)" % st["pid"])
     else:
-        state = "never_started"
-        err = ("the run never started: no wrapper reported within %d s of the launch (tmux could not "
-               "start it?)" % START_BOUND_S)
+        err = ("no wrapper reported within %d s of the launch (tmux could not start it?)" % START_BOUND_S)
     new = dict(st)
-    new.update(state=state, ended=st.get("ended") or now, error=st.get("error") or err, marked_at=now)
+    new.update(state=state, ended=st.get("ended") or now, error=st.get("error") or err, marked_at=now,
+               never_started=not st.get("pid"))
     try:
         _write_json(os.path.join(run_dir, "status.json"), new)
     except OSError:
@@ -451,7 +452,7 @@ def op_stop(req):
     runs = _runs_dir(req)
     pid = rec.get("pid")
     if not pid or not rec["alive"]:
-        if rec["state"] in ("exited", "gone", "lost", "exiting", "never_started"):
+        if rec["state"] in ("exited", "gone", "lost", "exiting"):
             return rec
         raise Fail("run %s has no live server process to stop (state %s)" % (rec["run_id"], rec["state"]))
     ticks = rec.get("pid_start_ticks")

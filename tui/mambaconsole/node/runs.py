@@ -59,9 +59,9 @@ class LockHeld(ConsoleError):
 class Run:
     """One run as the node's run store records it.
 
-    ``state``: ``starting``, ``running``, ``exiting``, ``exited``, ``never_started``, ``lost``,
-    ``adopted``, ``gone`` (see runs_agent.py); ``record`` also holds ``error`` and the log's
-    ``log_size`` / ``log_mtime`` / ``log_idle_s``.
+    ``state``: ``starting``, ``running``, ``exiting``, ``exited``, ``lost``, ``adopted``, ``gone``
+    (see runs_agent.py); ``record`` also holds ``never_started`` (no server process ever ran),
+    ``error`` and the log's ``log_size`` / ``log_mtime`` / ``log_idle_s``.
     Times are unix seconds (node clock); ``exit_code`` is 128+N for signal N.
     """
 
@@ -95,12 +95,11 @@ class Run:
     @property
     def state_text(self) -> str:
         """``running``, ``exited 0``, ``exited 137 (SIGKILL)``, ``adopted``, ..."""
+        never = " (never started)" if self.record.get("never_started") else ""
         if self.state == "exited":
             sig = self.record.get("signal")
-            return f"exited {self.exit_code}" + (f" ({sig})" if sig else "")
-        if self.state == "never_started":
-            return "never started"
-        return self.state
+            return f"exited {self.exit_code}" + (f" ({sig})" if sig else "") + never
+        return self.state + never
 
 
 def console_identity() -> str:

@@ -32,14 +32,14 @@ from mambaconsole.ui.settings import HostSettings
 BATCH = 500
 
 _STATE = {"starting": "starting", "running": "running", "exited": "exited", "lost": "dead",
-          "adopted": "adopted", "gone": "dead", "exiting": "dead", "never_started": "never_started"}
+          "adopted": "adopted", "gone": "dead", "exiting": "dead"}
 
 
 def run_info(run: Run) -> RunInfo:
     """A :class:`RunInfo` for the UI from the node's run record (:class:`mambaconsole.node.runs.Run`).
     ``lost`` (the wrapper died without recording an exit), ``exiting`` (the server is gone, the
     exit is being recorded) and ``gone`` (an adopted server that ended) all show as dead: never
-    as running; ``never_started`` (the program could not be started) as never started."""
+    as running; a run whose program never started (``never_started``) as never started."""
     rec = run.record or {}
 
     def num(k):
@@ -48,7 +48,8 @@ def run_info(run: Run) -> RunInfo:
 
     return RunInfo(
         run_id=run.run_id, argv=tuple(run.argv), started=run.started, ended=run.ended,
-        exit_code=run.exit_code, state=_STATE.get(run.state, run.state), outcome=rec.get("outcome"),
+        exit_code=run.exit_code, outcome=rec.get("outcome"),
+        state="never_started" if rec.get("never_started") else _STATE.get(run.state, run.state),
         pid=run.pid, pids=tuple(p for p in (rec.get("pids") or ()) if isinstance(p, int)),
         log_path=run.log_path, log_mtime=num("log_mtime"), log_idle_s=num("log_idle_s"),
         time_to_ready=num("time_to_ready"),
