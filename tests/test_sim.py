@@ -339,3 +339,26 @@ def test_demo_home_is_under_the_user_cache_dir():
     cmd = demo.sim_command(demo.first_failing_argv("0.5.23"), version="0.5.23")
     assert cmd[1:5] == ["-m", "mambaconsole.sim", "--sim-version", "0.5.23"]
     assert cmd[-2:] == ["--mamba-radix-cache-strategy", "extra_buffer"]
+
+
+def test_0_5_23_warns_when_the_mamba_cache_caps_concurrency(sim_process, free_port):
+    run = sim_process("0.5.23", demo.working_argv("0.5.23", port=free_port))
+    run.wait_for("The server is fired up and ready to roll!")
+    msgs = messages(run.text())
+    # reference §4.2 (0.5.18+); the sentence after "To raise it:" from 0.5.23
+    # srt/mem_cache/kv_cache_configurator.py:KVCacheConfigurator.resolve_max_num_reqs
+    want = ("max_running_requests is capped to 4 by the mamba state cache (max_mamba_cache_size=24, 5 state slots "
+            "per request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the "
+            "state size with --mamba-ssm-dtype bfloat16.")
+    assert want in msgs
+    assert msgs.index(want) < next(i for i, m in enumerate(msgs) if m.startswith("Mamba Cache is allocated."))
+
+
+def test_0_5_23_mamba_cache_too_small_for_one_request(sim_process, free_port):
+    run = sim_process("0.5.23", demo.first_failing_argv("0.5.23", port=free_port) + ["--max-mamba-cache-size", "4"])
+    assert run.wait() == -signal.SIGKILL
+    last = [line for line in run.lines() if line.startswith("RuntimeError: ")]
+    assert last == ["RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                    "max_mamba_cache_size=4, mamba_ratio=5, resulting max_num_reqs=0. Try: (1) reduce "
+                    "--max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with more memory."]
+    assert run.truth()["outcome"] == "mamba_too_small"

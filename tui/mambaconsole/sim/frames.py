@@ -87,18 +87,29 @@ def oom_frames(version: str, allocation: str) -> list[tuple[str, int, str, str]]
 
 
 def not_enough_memory_frames(version: str) -> list[tuple[str, int, str, str]]:
-    """Frames down to the ``MemoryPoolConfig.__post_init__`` check (0.5.11 ``pool_configurator.py``)."""
+    """Frames down to ``MemoryPoolConfig.__post_init__`` (``srt/model_executor/pool_configurator.py``)."""
     if version == "0.5.11":
         return _SCHED_0_5_11[:-2] + [
             (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 762, "init_memory_pool", "self.memory_pool_config = self._resolve_memory_pool_config("),
             (f"{_S}/srt/model_executor/model_runner_kv_cache_mixin.py", 741, "_resolve_memory_pool_config", "config = configurator.calculate_pool_sizes(available_bytes, page_size)"),
-            (f"{_S}/srt/model_executor/pool_configurator.py", 165, "calculate_pool_sizes", "return MemoryPoolConfig(max_total_num_tokens=max_total_num_tokens)"),
-            ("<string>", 9, "__init__", ""),
+            (f"{_S}/srt/model_executor/pool_configurator.py", 175, "calculate_pool_sizes", "return MemoryPoolConfig(max_total_num_tokens=max_total_num_tokens)"),
+            ("<string>", 8, "__init__", ""),
             (f"{_S}/srt/model_executor/pool_configurator.py", 44, "__post_init__", "raise RuntimeError(msg)"),
         ]
-    return _SCHED_0_5_23 + [
-        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 470, "configure", "config = self._profile_pool_config(pre_model_load_memory)"),
+    return _SCHED_0_5_23[:-1] + [
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 476, "configure", "config = self._resolve_memory_pool_config(pre_model_load_memory)"),
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 3183, "_resolve_memory_pool_config", "config = self.config_from_budget(available_bytes)"),
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 3204, "config_from_budget", "config = configurator.calculate_pool_sizes("),
         (f"{_S}/srt/model_executor/pool_configurator.py", 647, "calculate_pool_sizes", "return MemoryPoolConfig(max_total_num_tokens=max_total_num_tokens)"),
-        ("<string>", 17, "__init__", ""),
-        (f"{_S}/srt/model_executor/pool_configurator.py", 62, "__post_init__", "raise RuntimeError(msg)"),
+        ("<string>", 14, "__init__", ""),
+        (f"{_S}/srt/model_executor/pool_configurator.py", 99, "__post_init__", "raise RuntimeError(msg)"),
+    ]
+
+
+def mamba_too_small_frames() -> list[tuple[str, int, str, str]]:
+    """0.5.23: ``KVCacheConfigurator.resolve_max_num_reqs`` finds no request fits the Mamba cache."""
+    return _SCHED_0_5_23[:-1] + [
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 476, "configure", "config = self._resolve_memory_pool_config(pre_model_load_memory)"),
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 3184, "_resolve_memory_pool_config", "config.max_running_requests = self.resolve_max_num_reqs("),
+        (f"{_S}/srt/mem_cache/kv_cache_configurator.py", 3153, "resolve_max_num_reqs", "raise RuntimeError("),
     ]

@@ -33,7 +33,7 @@ larger than the memory still free):
 4. CUDA graphs: 0.9 GiB plus 0.4 GiB for the target-verify graphs with speculative decoding.
 
 Outcomes fall out of these numbers: ``oom`` (which allocation and its size), ``not_enough_memory``
-(no KV tokens), or ``ready``.
+(no KV tokens), ``mamba_too_small`` (0.5.23: the Mamba cache fits no request), or ``ready``.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ class MemoryPlan:
     kv_tokens: int
     kv_cell_bytes: int
     max_running_requests: int
+    #: the Mamba cache allowed fewer requests than configured (0.5.18+ logs a warning)
+    capped_by_mamba: bool
     draft_tokens: int | None
     conv_state_bytes: int
     ssm_state_bytes: int
@@ -132,12 +134,15 @@ def plan_memory(r: Resolved, model: HybridModel, gpu: SimGPU) -> MemoryPlan:
     else:
         slot_ratio = 3
     ping_pong = (2 if r.overlap else 1) if r.extra_buffer else 0
-    if mrr_cfg is not None:
+    if mrr_cfg is not None and r.version == "0.5.11":
         mrr = min(int(mrr_cfg), _estimate_max_reqs(tokens, model.context_len))
+    elif mrr_cfg is not None:  # 0.5.23 KVCacheConfigurator.resolve_max_num_reqs
+        mrr = min(max(1, int(mrr_cfg)), tokens // 2)
     else:
         mrr = min(_estimate_max_reqs(tokens, model.context_len), tokens // 2)
-    if size > 0:
-        mrr = min(mrr, size // slot_ratio)
+    mamba_cap = max(size, 0) // slot_ratio
+    capped = mamba_cap < mrr
+    mrr = min(mrr, mamba_cap)
     slots = size + 1 + ping_pong * size
     conv = model.conv_bytes_per_slot * slots
     ssm = model.ssm_bytes_per_slot * slots
@@ -163,6 +168,7 @@ def plan_memory(r: Resolved, model: HybridModel, gpu: SimGPU) -> MemoryPlan:
         kv_tokens=tokens,
         kv_cell_bytes=cell,
         max_running_requests=mrr,
+        capped_by_mamba=capped,
         draft_tokens=draft,
         conv_state_bytes=conv,
         ssm_state_bytes=ssm,
@@ -174,6 +180,9 @@ def plan_memory(r: Resolved, model: HybridModel, gpu: SimGPU) -> MemoryPlan:
     )
     if tokens <= 0:
         plan.outcome = "not_enough_memory"
+        return plan
+    if mrr <= 0 and r.version != "0.5.11":
+        plan.outcome = "mamba_too_small"  # 0.5.13+ RuntimeError in resolve_max_num_reqs
         return plan
     plan.allocations = [Allocation("conv_state", conv, "mamba"), Allocation("temporal_state", ssm, "mamba")]
     if draft:

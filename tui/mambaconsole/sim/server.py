@@ -8,7 +8,7 @@ HTTP and logs batch lines. Times are scaled by ``--sim-speed``.
 
 Ground truth for tests (``--sim-truth PATH`` or ``$MAMBACONSOLE_SIM_TRUTH``): a JSON file,
 rewritten atomically at each change, with the version, the outcome (``ready``, ``oom``,
-``not_enough_memory``, ``validation_error``, ``arg_error``), the exit status, the memory
+``not_enough_memory``, ``mamba_too_small``, ``validation_error``, ``arg_error``), the exit status, the memory
 plan (bytes) and every accept length printed.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mambaconsole.sim import flags as simflags
-from mambaconsole.sim.frames import not_enough_memory_frames, oom_frames
+from mambaconsole.sim.frames import mamba_too_small_frames, not_enough_memory_frames, oom_frames
 from mambaconsole.sim.gpu import ENV_GPU_FILE, gpu_state, write_atomic
 from mambaconsole.sim.logs import LogWriter, decode_line, gb, prefill_line, render_traceback, torch_size
 from mambaconsole.sim.memory import CONTEXT_BYTES, MemoryPlan, plan_memory
@@ -225,9 +225,26 @@ class SimServer:
         )
         self.truth["weights_bytes"] = model.weight_bytes
         if plan.outcome == "not_enough_memory":
+            # MemoryPoolConfig is built without mem_fraction_static here, so no "Current value" suffix
             msg = "Not enough memory. Please try to increase --mem-fraction-static."
-            msg += f" Current value: mem_fraction_static={plan.mem_fraction_static}"
+            self.truth["error"] = {"type": "RuntimeError", "message": msg}
             return self._scheduler_crash(render_traceback(not_enough_memory_frames(self.version), f"RuntimeError: {msg}", self.site), "not_enough_memory")
+        if self.version != "0.5.11" and plan.capped_by_mamba:
+            self.log.log(
+                f"max_running_requests is capped to {plan.max_running_requests} by the mamba state cache "
+                f"(max_mamba_cache_size={plan.max_mamba_cache_size}, {plan.slot_ratio} state slots per request). "
+                "To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state "
+                "size with --mamba-ssm-dtype bfloat16."
+            )
+        if plan.outcome == "mamba_too_small":
+            msg = (
+                "Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                f"max_mamba_cache_size={plan.max_mamba_cache_size}, mamba_ratio={plan.slot_ratio}, "
+                f"resulting max_num_reqs={plan.max_running_requests}. Try: (1) reduce --max-running-requests, "
+                "(2) increase --mem-fraction-static, or (3) use GPUs with more memory."
+            )
+            self.truth["error"] = {"type": "RuntimeError", "message": msg}
+            return self._scheduler_crash(render_traceback(mamba_too_small_frames(), f"RuntimeError: {msg}", self.site), "mamba_too_small")
         self.sleep(PHASES["pools"])
         done: dict[str, int] = {}
         for alloc in plan.allocations:
