@@ -155,3 +155,28 @@ def _ppid(pid):
         return int(data[data.rindex(b")") + 2:].split()[1])
     except (OSError, ValueError):
         return None
+
+
+async def test_abandoned_commands_are_killed_on_the_node(ssh_home):
+    import os
+
+    code = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    async with await connect("gpu-node") as node:
+        # a stream left early
+        async for line in node.stream_lines([sys.executable, "-u", "-c", code]):
+            first = int(line)
+            break
+        # a command past its timeout
+        with pytest.raises(CommandTimeout):
+            await node.run(["sh", "-c", "echo $$ > pidfile; exec sleep 120"], cwd=str(ssh_home.home), timeout=0.5)
+        second = int((ssh_home.home / "pidfile").read_text())
+        # a stream still open when the node is closed
+        stream = node.stream_lines([sys.executable, "-u", "-c", code])
+        third = int(await stream.__anext__())
+    for pid in (first, second, third):
+        for _ in range(300):
+            if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z":
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError(f"pid {pid} still runs on the node")

@@ -207,6 +207,13 @@ async def test_relaunch_lock(node_home):
         assert (await store.acquire_lock("carol@x", stale_s=60))["holder"] == "carol@x"
 
 
+async def test_nul_byte_refused(node_home):
+    async with LocalNode() as node:
+        with pytest.raises(RunError) as err:
+            await RunStore(node).start(["echo", "a\0b"])
+    assert "NUL" in str(err.value)
+
+
 async def test_missing_program_is_recorded(node_home):
     async with LocalNode() as node:
         store = RunStore(node)

@@ -76,8 +76,8 @@ def main():
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, env=env, cwd=status.get("cwd") or None,
                                 preexec_fn=os.setpgrp)
-    except OSError as exc:
-        msg = "mambaconsole: cannot start %r: %s" % (argv[0] if argv else "", exc.strerror or exc)
+    except (OSError, ValueError) as exc:
+        msg = "mambaconsole: cannot start %r: %s" % (argv[0] if argv else "", getattr(exc, "strerror", None) or exc)
         sys.stdout.write(msg + "\n")
         log.write((msg + "\n").encode("utf-8", "replace"))  # the run's own log says why
         status.update(state="exited", ended=time.time(), exit_code=127, error=msg)

@@ -153,6 +153,9 @@ class RunStore:
         for k in env:
             if not k.isidentifier():
                 raise RunError(f"not an environment variable name: {k!r}")
+        bad = [a for a in [*argv, *env.values()] if "\0" in a]
+        if bad:
+            raise RunError(f"a NUL byte cannot be passed to a process: {bad[0]!r}")
         rec = await self._call("start", {
             "argv": argv, "env": env, "cwd": cwd, "session": session,
             "wrapper": agent_script("run_wrapper.py").decode(),

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import socket
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -105,7 +106,8 @@ class SSHNode(Node):
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
         self._listeners: list[asyncssh.SSHListener] = []
-        self._procs: set[asyncssh.SSHClientProcess] = set()
+        #: running processes -> their remote pid (process group), killed on close()
+        self._procs: dict[asyncssh.SSHClientProcess, int | None] = {}
         self._failures = 0
         self._closed = False
         #: where the connection really goes (after ~/.ssh/config): set by connect()
@@ -243,12 +245,35 @@ class SSHNode(Node):
 
     @staticmethod
     def _text(cmd: Command, env: Mapping[str, str] | None, cwd: str | None) -> str:
-        text = command_line(cmd, env)
+        """The remote shell text: first ``echo $$ >&2`` (the session's pid, which sshd made a
+        process-group leader: how a timed-out or abandoned command is killed, since OpenSSH
+        ignores signal requests), then ``exec`` the argv (quoted) in ``cwd``."""
+        body = command_line(cmd, env)
+        if not isinstance(cmd, str):
+            body = "exec " + body
         if cwd:
-            import shlex
+            body = f"cd {shlex.quote(cwd)} && {body}"
+        return f"echo $$ >&2; {body}"
 
-            text = f"cd {shlex.quote(cwd)} && {text}"
-        return text
+    @staticmethod
+    async def _remote_pid(proc) -> int | None:
+        line = await proc.stderr.readline()
+        try:
+            return int(line.strip())
+        except ValueError:
+            return None
+
+    async def _kill_remote(self, proc, pid: int | None) -> None:
+        """Kill what ``proc`` runs on the node (its whole process group) and close the channel."""
+        try:
+            if proc.exit_status is None and proc.exit_signal is None and pid and self._conn is not None \
+                    and not self._conn.is_closed():
+                await asyncio.wait_for(self._conn.run(
+                    f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"), 10)
+        except (asyncssh.Error, OSError, asyncio.TimeoutError):
+            pass
+        finally:
+            proc.close()
 
     async def run(self, cmd, *, input=None, timeout=60.0, env=None, cwd=None) -> CommandResult:
         conn = await self._connection()
@@ -257,18 +282,22 @@ class SSHNode(Node):
             proc = await conn.create_process(text, encoding=None)
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from None
-        self._procs.add(proc)
+        self._procs[proc] = None
+        pid: list[int | None] = [None]
+
+        async def work():
+            pid[0] = self._procs[proc] = await self._remote_pid(proc)
+            return await proc.communicate(input)
+
         try:
-            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+            out, err = await asyncio.wait_for(work(), timeout)
         except asyncio.TimeoutError:
-            with contextlib.suppress(Exception):
-                proc.kill()
-            proc.close()
+            await self._kill_remote(proc, pid[0])
             raise CommandTimeout(f"{self.name}: command timed out after {timeout:g} s") from None
         except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
             raise self._lost(exc) from None
         finally:
-            self._procs.discard(proc)
+            self._procs.pop(proc, None)
         return CommandResult(proc.returncode, out or b"", err or b"")
 
     async def stream_lines(self, cmd, *, input=None, env=None) -> AsyncIterator[bytes]:
@@ -281,15 +310,27 @@ class SSHNode(Node):
         (fast path for high line rates: one await per chunk instead of per line)."""
         conn = await self._connection()
         try:
-            proc = await conn.create_process(self._text(cmd, env, None), encoding=None,
-                                             stderr=asyncssh.DEVNULL)
+            proc = await conn.create_process(self._text(cmd, env, None), encoding=None)
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from None
-        self._procs.add(proc)
+        self._procs[proc] = None
+        pid = None
+        drain = None
         try:
             if input is not None:
                 proc.stdin.write(input)
             proc.stdin.write_eof()
+            try:
+                pid = self._procs[proc] = await self._remote_pid(proc)
+            except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
+                raise self._lost(exc) from None
+
+            async def discard_stderr():
+                with contextlib.suppress(Exception):
+                    while await proc.stderr.read(READ_CHUNK):
+                        pass
+
+            drain = asyncio.ensure_future(discard_stderr())
             rest = b""
             while True:
                 try:
@@ -305,11 +346,10 @@ class SSHNode(Node):
             if rest:
                 yield [rest]
         finally:
-            self._procs.discard(proc)
-            with contextlib.suppress(Exception):
-                if proc.exit_status is None:
-                    proc.kill()
-            proc.close()
+            self._procs.pop(proc, None)
+            if drain is not None:
+                drain.cancel()
+            await self._kill_remote(proc, pid)
 
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         conn = await self._connection()
@@ -322,10 +362,11 @@ class SSHNode(Node):
 
     async def close(self) -> None:
         self._closed = True
-        for proc in list(self._procs):
+        # closing the connection would not end them on the node (no pty): kill them first
+        procs, self._procs = dict(self._procs), {}
+        for proc, pid in procs.items():
             with contextlib.suppress(Exception):
-                proc.close()
-        self._procs.clear()
+                await self._kill_remote(proc, pid)
         for listener in self._listeners:
             listener.close()
         self._listeners.clear()
