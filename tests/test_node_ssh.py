@@ -174,7 +174,7 @@ async def test_abandoned_commands_are_killed_on_the_node(ssh_home):
         stream = node.stream_lines([sys.executable, "-u", "-c", code])
         third = int(await stream.__anext__())
     for pid in (first, second, third):
-        for _ in range(300):
+        for _ in range(3000):
             if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z":
                 break
             await asyncio.sleep(0.01)

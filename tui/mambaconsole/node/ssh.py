@@ -286,8 +286,16 @@ class SSHNode(Node):
         pid: list[int | None] = [None]
 
         async def work():
+            try:
+                if input:
+                    proc.stdin.write(input)
+                proc.stdin.write_eof()
+            except OSError:  # BrokenPipeError: it ended without reading its input
+                pass
             pid[0] = self._procs[proc] = await self._remote_pid(proc)
-            return await proc.communicate(input)
+            out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
+            await proc.wait()
+            return out, err
 
         try:
             out, err = await asyncio.wait_for(work(), timeout)
