@@ -1549,11 +1549,14 @@ def _is_start(msg: str) -> bool:
     return False
 
 
+_new = object.__new__
+_setattr = object.__setattr__
 _MAYBE_INCOMPLETE = frozenset(("Deco", "Pref", "max_", "serv"))
+#: the envelope of the hot path (exact SGLang form, optional level), not followed by a
+#: second envelope; the rest of the line is checked with str.isprintable()
 _HOT_RE = re.compile(
-    r"(\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
-    r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?"
-    r"(?!\[20)([^\x00-\x1f\x7f-\x9f]*))\n?\Z"
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
+    r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?(?!\[20)"
 )
 
 
@@ -1593,43 +1596,95 @@ class LogParser:
     # -- public -------------------------------------------------------------------------
 
     def feed(self, line: str | bytes) -> list[Event]:
-        try:
-            # hot path: a clean enveloped line (no control characters, not a traceback head)
-            m = _HOT_RE.match(line) if type(line) is str else None
-            if m is None:
-                return self._feed(line)
-            text, time, tags, level, msg = m.groups()
-            if msg[-1:] == ":":
-                return self._feed(line)
-            self._n += 1
-            kw = {"text": text, "message": msg, "time": time, "rank": tags[1:] or None,
-                  "line_no": self._n, "level": level}
-            head = msg[:4]
-            p = _DISPATCH.get(head)
-            if p is not None:
-                ev = p(msg, kw)
-                if ev is not None and not (head in _MAYBE_INCOMPLETE and _incomplete(msg)):
-                    if self._pend is None:
-                        return [ev]
-                    out = self.flush()
-                    out.append(ev)
-                    return out
+        """Events completed by one physical line."""
+        return self.feed_many((line,))
+
+    def feed_many(self, lines: Iterable[str | bytes]) -> list[Event]:
+        """Events completed by a sequence of physical lines (a chunk read from the log,
+        e.g. ``f.readlines(65536)``); same result as calling :meth:`feed` for each."""
+        out: list[Event] = []
+        append = out.append
+        extend = out.extend
+        match = _HOT_RE.match
+        dispatch = _DISPATCH.get
+        n = self._n
+        pend = self._pend
+        # the pending record is one enveloped line that matched no format
+        ptext = pend is not None and self._pkind == _P_TEXT and self._plines is None
+        for line in lines:
+            try:
+                # hot path: a clean enveloped line (no control characters, not a traceback head)
+                m = match(line) if type(line) is str else None
+                if m is not None:
+                    text = line[:-1] if line[-1:] == "\n" else line
+                    if text[-1:] == ":" or not text.isprintable():
+                        m = None
+                if m is None:
+                    self._n = n
+                    self._pend = pend
+                    extend(self._feed(line))
+                    n = self._n
+                    pend = self._pend
+                    ptext = pend is not None and self._pkind == _P_TEXT and self._plines is None
+                    continue
+                msg = text[m.end():]
+                time, tags, level = m.groups()
+                n += 1
                 kw = {"text": text, "message": msg, "time": time, "rank": tags[1:] or None,
-                      "line_no": self._n, "level": level}
-            # plain text, or a record that may continue: pending
-            out = self.flush() if self._pend is not None else []
-            self._pend = kw
-            self._pmsg = msg
-            self._plast = text
-            self._pkind = _P_PLAIN if p is not None else _P_TEXT
-            self._plines = None
-            self._pfirst = None
-            return out
-        except Exception:  # pragma: no cover - last resort: keep the line as text
-            out = self.flush()
-            t = display_text(line) if isinstance(line, (str, bytes)) else repr(line)
-            out.append(Text(text=t, message=t, line_no=self._n))
-            return out
+                      "line_no": n, "level": level}
+                head = msg[:4]
+                ev = None
+                p = None
+                if (head == "Deco" or head == "Pref") and "#queue-req" in msg:
+                    # the two most frequent formats, inline (same result as their parsers)
+                    if msg[:14] == "Decode batch, ":
+                        ev = _new(DecodeBatch)
+                        kw["body"] = msg[12:]
+                    elif msg[:15] == "Prefill batch, ":
+                        ev = _new(PrefillBatch)
+                        kw["body"] = msg[13:]
+                    if ev is not None:
+                        kw["iteration"] = None
+                        kw["fragment"] = False
+                        _setattr(ev, "__dict__", kw)
+                if ev is None:
+                    p = dispatch(head)
+                    if p is not None:
+                        ev = p(msg, kw)
+                        if ev is not None and head in _MAYBE_INCOMPLETE and _incomplete(msg):
+                            ev = None
+                            kw = {"text": text, "message": msg, "time": time,
+                                  "rank": tags[1:] or None, "line_no": n, "level": level}
+                if pend is not None:
+                    if ptext:
+                        t = _new(Text)
+                        _setattr(t, "__dict__", pend)
+                        append(t)
+                    else:
+                        self._n = n
+                        self._pend = pend
+                        extend(self.flush())
+                    pend = None
+                if ev is not None:
+                    append(ev)
+                    continue
+                # plain text, or a record that may continue: pending
+                pend = kw
+                ptext = p is None
+                self._pkind = _P_TEXT if ptext else _P_PLAIN
+                self._plines = None  # one line: message and last line are pend's
+            except Exception:  # pragma: no cover - last resort: keep the line as text
+                self._n = n
+                self._pend = pend
+                extend(self.flush())
+                t = display_text(line) if isinstance(line, (str, bytes)) else repr(line)
+                append(Text(text=t, message=t, line_no=self._n))
+                n = self._n
+                pend = None
+                ptext = False
+        self._n = n
+        self._pend = pend
+        return out
 
     def _feed(self, line: str | bytes) -> list[Event]:
         try:
@@ -1659,7 +1714,7 @@ class LogParser:
                 if pend is None:
                     out = []
                 elif self._plines is None and pend["time"] is not None:  # the hot path
-                    out = [_classify(self._pmsg, pend)]
+                    out = [_classify(pend["message"], pend)]
                 else:
                     out = [self._finish()]
                 if msg[-1:] == ":" and msg.endswith("(most recent call last):"):
@@ -1684,7 +1739,8 @@ class LogParser:
         if self._pend is None:
             return []
         if self._plines is None and self._pkind == _P_TEXT:
-            ev = _mk(Text, self._pend)
+            ev = _new(Text)
+            _setattr(ev, "__dict__", self._pend)
             self._pend = None
             return [ev]
         try:
@@ -1699,8 +1755,16 @@ class LogParser:
     # -- internals ----------------------------------------------------------------------
 
     def _lines(self) -> list[str]:
+        """The pending record's physical lines (materialized on first need: a one-line
+        record keeps its message and text in the pending kw only)."""
         if self._plines is None:
-            self._plines = [self._pend["text"]] if self._pend is not None else []
+            pend = self._pend
+            if pend is None:
+                self._plines = []
+            else:
+                self._plines = [pend["text"]]
+                self._pmsg = pend["message"]
+                self._plast = pend["text"]
         return self._plines
 
     def _finish(self) -> Event:
