@@ -435,3 +435,31 @@ def test_one_mib_line_and_endless_traceback():
         out += p.feed('  File "x.py", line 1, in f')
     out += p.flush()
     assert sum(len(x.text.split("\n")) for x in out) == 5001
+
+
+def _sig(events):
+    return [(type(e).__name__, e.text, e.message, e.time, e.rank, e.line_no, e.level) for e in events]
+
+
+REAL_LINES = [ln for case in sorted(CASES.iterdir()) if case.is_dir()
+              for f in sorted(case.iterdir()) if f.name.startswith("input")
+              for ln in f.read_text(errors="replace").splitlines(keepends=True)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(REAL_LINES), pieces, st.text(max_size=80)), max_size=40),
+       st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=10))
+def test_feed_many_equals_feed_per_line(lines, cuts):
+    one = LogParser()
+    a = [e for line in lines for e in one.feed(line)] + one.flush()
+    many = LogParser()
+    b, i, k = [], 0, 0
+    while i < len(lines):
+        step = cuts[k % len(cuts)]
+        b += many.feed_many(lines[i:i + step])
+        i += step
+        k += 1
+    b += many.flush()
+    assert _sig(a) == _sig(b)
+    assert _sig(a) == _sig(parse_text("".join(x if x.endswith("\n") else x + "\n" for x in lines))) or any(
+        "\n" in x[:-1] or "\r" in x for x in lines)

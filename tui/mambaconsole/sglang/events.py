@@ -46,12 +46,17 @@ Joining (stateful :class:`LogParser` only):
   width (mid-word);
 - an empty line ends the record before it.
 
-Because a record can continue on the next line, :meth:`LogParser.feed` returns a record when
-the next one starts; :meth:`LogParser.flush` returns the pending one.
+A record that may still continue (plain text, a known format missing its last field, a
+traceback) is returned when the next record starts; a complete known format on a clean
+enveloped line (a decode batch with its ``#queue-req``, a uvicorn access line, ...) is
+returned at once. :meth:`LogParser.flush` returns the pending record: call it at the end of
+input or when the tail goes idle.
 
-Speed: the dispatch is a dict lookup on the message's first four characters; the
-``key: value`` fields of batch lines are split on first access of :attr:`BatchLine.fields`
-(cached), so a flood of lines costs little more than reading it.
+Speed: one regex for the envelope, then a dict lookup on the message's first four
+characters picks the format's parser; decode/prefill lines are built inline. The ``key:
+value`` fields of batch lines and the parts of uvicorn access lines are split on first access
+(cached), so a flood costs little more than classifying it. :meth:`LogParser.feed_many`
+takes a chunk of lines in one call (``bench/parse_throughput.py``).
 """
 
 from __future__ import annotations
@@ -1555,7 +1560,7 @@ _MAYBE_INCOMPLETE = frozenset(("Deco", "Pref", "max_", "serv"))
 #: the envelope of the hot path (exact SGLang form, optional level), not followed by a
 #: second envelope; the rest of the line is checked with str.isprintable()
 _HOT_RE = re.compile(
-    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
+    r"\[(\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: [A-Z_]+\d+)*)\] "
     r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?(?!\[20)"
 )
 
@@ -1616,7 +1621,7 @@ class LogParser:
                 # hot path: a clean enveloped line (no control characters, not a traceback head)
                 m = match(line) if type(line) is str else None
                 if m is not None:
-                    text = line[:-1] if line[-1:] == "\n" else line
+                    text = line.rstrip("\n")
                     if text[-1:] == ":" or not text.isprintable():
                         m = None
                 if m is None:
