@@ -229,3 +229,26 @@ def test_entry_point_subprocess():
     p = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(CASES / "case-06" / "input.log"), "--json"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and json.loads(p.stdout)["concurrency"]["effective"] == 2
+
+
+def test_case02_per_rank_view_never_copies_values(capsys):
+    from mambaconsole.sglang.inspect import per_rank_memory
+
+    ranks = per_rank_memory((CASES / "case-02" / "input.log").read_text())
+    assert {r: m["avail_after_pool"] for r, m in ranks.items()} == {
+        "DP0 TP0 EP0": 34.15, "DP1 TP1 EP1": 34.12, "DP2 TP2 EP2": 34.12, "DP3 TP3 EP3": 34.27}
+    assert {r: m["avail_before_graph"] for r, m in ranks.items() if m["avail_before_graph"]} == {
+        "DP0 TP0 EP0": 34.08, "DP1 TP1 EP1": 34.05}
+    assert ranks["DP2 TP2 EP2"]["kv_cache"] is None and ranks["DP2 TP2 EP2"]["kv_tokens"] is None
+    assert ranks["DP3 TP3 EP3"]["kv_tokens"] == 2786325
+    assert len(ranks["DP0 TP0 EP0"]["graph_batch_sizes"]) == 24
+    assert main(["inspect", str(CASES / "case-02" / "input.log")]) == 0
+    out = capsys.readouterr().out
+    assert "DP2 TP2 EP2      weights -, kv_cache -" in out
+
+
+def test_version_named_in_the_log(capsys, tmp_path):
+    p = tmp_path / "v.log"
+    p.write_text("[2026-10-01 12:00:00] pulling lmsysorg/sglang:v0.5.19\n")
+    assert main(["inspect", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sglang_version"] == "0.5.19"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.sglang.inspect import KINDS, inspect_text
+from mambaconsole.sglang.inspect import KINDS, inspect_text, per_rank_memory
 from mambaconsole.sglang.text import display_text
 
 HELP = "what a server log, /metrics text, server-info JSON or GPU table says"
@@ -98,9 +98,18 @@ def _finite(v):
 
 
 def run(args: argparse.Namespace) -> int:
-    result = inspect_text(_read(args.file), kind=args.kind)
+    data = _read(args.file)
+    result = inspect_text(data, kind=args.kind)
     if args.json:
         print(json.dumps(_finite(result), allow_nan=False))
-    else:
-        print(_human(result))
+        return 0
+    print(_human(result))
+    if result["kind"] == "log":
+        ranks = per_rank_memory(data.decode("utf-8", "replace"))
+        if len(ranks) > 1:
+            print("memory per rank (GB; - = line not seen):")
+            for rank, m in ranks.items():
+                bs = m.pop("graph_batch_sizes")
+                print(f"  {rank:<16} " + ", ".join(f"{k} {'-' if v is None else (v if isinstance(v, int) else f'{v:g}')}" for k, v in m.items())
+                      + (f", graph bs {len(bs)} sizes up to {max(bs)}" if bs else ""))
     return 0

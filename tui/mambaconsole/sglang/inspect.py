@@ -15,7 +15,7 @@ from mambaconsole.sglang import events as E
 from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
 from mambaconsole.sglang.server_info import parse_server_info
-from mambaconsole.sglang.summary import Finding, summarize
+from mambaconsole.sglang.summary import Finding, rank_sort_key, summarize
 
 __all__ = ["detect_kind", "inspect_text", "empty_result", "KINDS"]
 
@@ -55,10 +55,18 @@ def detect_kind(text: str) -> str:
     return "log"
 
 
+def per_rank_memory(text: str) -> dict[str, dict[str, Any]]:
+    """Memory lines of the last boot per rank (rank tag or "main" → RankMemory.detail()) —
+    for the readable summary; ranks that did not print a line have None there."""
+    s = summarize(E.parse_text(text))
+    return {(r or "main"): m.detail() for r, m in sorted(s.last.memory.items(), key=lambda kv: rank_sort_key(kv[0]))}
+
+
 def _log(text: str) -> dict[str, Any]:
     events = E.parse_text(text)
     s = summarize(events)
     out = empty_result("log")
+    out["sglang_version"] = s.version
     out["ranks"] = s.ranks
     out["boots"] = len(s.boots) if any(b.events for b in s.boots) else 0
     out["outcome"] = s.outcome

@@ -88,6 +88,16 @@ class RankMemory:
             return None
         return round(sum(p for p in parts if p is not None), 6)
 
+    def detail(self) -> dict[str, Any]:
+        """Every value of this rank: the memory_gb keys plus KV tokens, Mamba slots, free
+        memory after the pools / before and after graph capture, graph batch sizes."""
+        d = self.as_json()
+        d.update({"kv_tokens": self.kv_tokens, "mamba_slots": self.mamba_slots,
+                  "avail_after_pool": self.avail_after_pool, "avail_before_graph": self.avail_before_graph,
+                  "avail_after_graph": self.avail_after_graph,
+                  "graph_batch_sizes": list(self.graph_batch_sizes) if self.graph_batch_sizes else None})
+        return d
+
     def as_json(self) -> dict[str, Any]:
         return {"weights": self.weights, "kv_cache": self.kv_cache, "mamba_conv": self.mamba_conv,
                 "mamba_ssm": self.mamba_ssm, "mamba_intermediate": self.mamba_intermediate,
@@ -363,6 +373,8 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
             b.ended = True
 
     last = boots[-1]
+    if version is None:
+        version = _version_in(all_events)
     outcome = _outcome(last)
     ranks = sorted({e.rank for e in all_events if e.rank}, key=rank_sort_key)
     sa = last.server_args or {}
@@ -374,6 +386,20 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
                    spec=stats, findings=[])
     s.findings = _findings(s)
     return s
+
+
+_VERSION_IN_TEXT = re.compile(r"\bsglang(?:==|:v|:|/v| v| version:? v?)(\d+\.\d+\.\d+(?:\.post\d+)?)\b", re.I)
+
+
+def _version_in(events: list[E.Event]) -> str | None:
+    """An SGLang version named in the log itself (``sglang==0.5.13.post1``, an image tag
+    ``lmsysorg/sglang:v0.5.19``, ``sglang version: 0.5.9``); None when none is."""
+    for e in events:
+        if type(e) in (E.Text, E.PythonWarning):
+            m = _VERSION_IN_TEXT.search(e.message)
+            if m:
+                return m.group(1)
+    return None
 
 
 def _outcome(b: Boot) -> str:
