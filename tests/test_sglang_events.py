@@ -281,6 +281,25 @@ LITERALS = [
      ev.RetractRequests, {"retracted": 2, "new_tokens_gained": 4096, "mamba_num_gained": 8}),
     ("0.5.14 deprecated flag", "'--mamba-scheduler-strategy' is deprecated and will be removed in a future release. Use '--mamba-radix-cache-strategy' instead.",
      ev.FlagDeprecated, {"old": "--mamba-scheduler-strategy", "new": "--mamba-radix-cache-strategy"}),
+    ("0.5.20 overlapped load", "Load weight end. Committed real weights after CUDA graph capture in 3.20 s (capture overlap window 2.10 s, startup overlap total 4.00 s)",
+     ev.WeightsLoaded, {"elapsed_s": 3.20, "mem_usage_gb": None}),
+    ("0.5.9 piecewise begin", "Capture piecewise CUDA graph begin. avail mem=22.40 GB", ev.GraphCaptureBegin, {"phase": "piecewise", "avail_gb": 22.40}),
+    ("old draft extend", "Capture draft extend cuda graph end. Time elapsed: 3.00 s. mem usage=0.10 GB. avail mem=20.00 GB.",
+     ev.GraphCaptureEnd, {"role": "draft", "phase": "extend", "elapsed_s": 3.0, "mem_usage_gb": 0.1}),
+    ("0.5.14 draft decode new style", "Capture draft decode CUDA graph begin. backend=full, num_tokens_per_bs=1, bs=[1, 2], avail mem=17.75 GB",
+     ev.GraphCaptureBegin, {"role": "draft", "phase": "decode", "batch_sizes": (1, 2)}),
+    ("0.5.5 retract", "KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.3000 -> 0.4000",
+     ev.RetractRequests, {"retracted": 1, "new_tokens_gained": None, "mamba_num_gained": None}),
+    ("all init failed", "Initialization failed. Please see the error messages above.", ev.SchedulerDied, {"rank_index": None}),
+    ("0.5.11 PD decode forces no_buffer", "Mamba extra_buffer is disabled because decode disaggregation currently forces chunk cache. Falling back to no_buffer.",
+     ev.SettingChanged, {"setting": "mamba_scheduler_strategy", "value": "no_buffer"}),
+    ("0.5.9 overlap disabled", "Disabling overlap schedule since mamba no_buffer is not compatible with overlap schedule, try to use --disable-radix-cache if overlap schedule is necessary",
+     ev.SettingChanged, {"setting": "disable_overlap_schedule", "value": True}),
+    ("0.5.18 post-capture tokens", "Post-capture KV sizing: full_layer_tokens=100, swa_layer_tokens=50", ev.Text, {}),
+    ("0.5.23 init parallel begin", "Init parallel begin.", ev.Text, {}),
+    ("uvicorn up", "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)", ev.HttpServerUp, {"port": 30000}),
+    ("uvicorn access", 'INFO:     127.0.0.1:40418 - "GET /metrics HTTP/1.1" 200 OK', ev.HttpAccess,
+     {"client": "127.0.0.1:40418", "method": "GET", "path": "/metrics", "status": 200}),
     ("0.5.9 deprecated endpoint", "Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.",
      ev.EndpointDeprecated, {"old": "/get_server_info", "new": "/server_info"}),
 ]
@@ -374,6 +393,26 @@ def test_cut_traceback_names_no_cause():
                      '  File "/x/scheduler.py", line 1, in f\n')
     (tb,) = evs
     assert not tb.complete and tb.exc_type is None and tb.exc_message is None and tb.oom is None
+
+
+@pytest.mark.parametrize("head,origin", [
+    ("Scheduler hit an exception:", "Scheduler"), ("DetokenizerManager hit an exception:", "DetokenizerManager"),
+    ("TokenizerManager hit an exception:", "TokenizerManager"), ("DataParallelController hit an exception:", "DataParallelController"),
+])
+def test_child_exception_headers(head, origin):
+    (tb,) = parse_text(f"[2026-10-01 13:00:00 DP0 TP0] {head} Traceback (most recent call last):\n"
+                       '  File "/x.py", line 1, in f\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n')
+    assert (tb.origin, tb.header, tb.exc_type, tb.oom, tb.rank) == (origin, head, "RuntimeError", "sglang", "DP0 TP0")
+
+
+@pytest.mark.parametrize("message", [
+    "Hybrid (mamba/linear-attention) state cache is too small to serve any requests. max_mamba_cache_size=4, mamba_ratio=5, resulting max_num_reqs=0. Try: (1) reduce --max-running-requests",
+    "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=0 (total_rest_memory=1.00 GB, mamba_cache_per_req=80.00 MB). Try: ...",
+    "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.8. Raise --mem-fraction-static above 0.850 (minimum viable = 1 - available/pre = 0.8500).",
+])
+def test_sglang_memory_error_family_is_oom(message):
+    assert ev.oom_kind("RuntimeError", message) == "sglang"
+    assert ev.oom_kind("ValueError", "mamba extra_buffer is not compatible with --disable-radix-cache") is None
 
 
 def test_sglang_not_enough_memory_is_oom():
