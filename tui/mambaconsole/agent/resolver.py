@@ -146,6 +146,7 @@ class Recorder:
         self.env_reads = []  # (seq, name, function, file)
         self.env_at_start = {}
         self.messages = []
+        self.notes = []  # the resolver's own remarks (config quirks), listed first
         self.declared_lists = []
 
     def next_seq(self):
@@ -338,14 +339,16 @@ class SG:
         self.ServerArgs.add_cli_args(p)
         return p
 
+    @functools.lru_cache(maxsize=None)
     def field_names(self):
         try:
             from sglang.srt.arg_groups.arg_utils import record_fields
-            return [f.name for f in record_fields(self.ServerArgs)]
+            return tuple(f.name for f in record_fields(self.ServerArgs))
         except Exception:
             import dataclasses
-            return [f.name for f in dataclasses.fields(self.ServerArgs)]
+            return tuple(f.name for f in dataclasses.fields(self.ServerArgs))
 
+    @functools.lru_cache(maxsize=None)
     def field_defaults(self):
         out = {}
         try:
@@ -418,12 +421,12 @@ class SG:
         return mapping
 
 
-def _suppress_parser(sg):
-    p = sg.parser()
-    for action in p._actions:
+def _suppress(parser):
+    """``parser`` changed so that a parse yields only the dests given explicitly."""
+    for action in parser._actions:
         action.default = argparse.SUPPRESS
         action.required = False
-    return p
+    return parser
 
 
 @contextlib.contextmanager
@@ -441,25 +444,25 @@ def _argparse_raises():
         argparse.ArgumentParser.error = orig
 
 
-def _explicit(sg, argv):
+def _explicit(parser, argv):
     """dests given explicitly in ``argv``: {dest: value}; never raises."""
     with _argparse_raises():
         try:
             with contextlib.redirect_stderr(open(os.devnull, "w")):
-                ns, _rest = _suppress_parser(sg).parse_known_args(list(argv))
+                ns, _rest = parser.parse_known_args(list(argv))
             return vars(ns)
         except (_UsageError, SystemExit, Exception):
             return {}
 
 
-def _option_strings(sg):
+def _option_strings(parser):
     opts = set()
-    for a in sg.parser()._actions:
+    for a in parser._actions:
         opts.update(a.option_strings)
     return opts
 
 
-def _usage_error(sg, message):
+def _usage_error(sg, parser, message):
     m = re.search(r"unrecognized arguments: (.*)$", message)
     unknown = []
     if m:
@@ -473,7 +476,7 @@ def _usage_error(sg, message):
                 "unknown in SGLang %s; removed in %s" % (sg.version, when)
             continue
         if options is None:
-            options = sorted(_option_strings(sg))
+            options = sorted(_option_strings(parser))
         dashed = flag.replace("_", "-")
         if dashed != flag and dashed in options:
             suggestions[flag] = "unknown in SGLang %s; did you mean `%s`? (SGLang's options use dashes)" % (sg.version, dashed)
@@ -485,11 +488,11 @@ def _usage_error(sg, message):
 
 
 def _note(rec, level, message):
-    rec.messages.append({"level": level, "logger": "mambaconsole.resolver", "message": message,
+    rec.notes.append({"level": level, "logger": "mambaconsole.resolver", "message": message,
                          "file": None, "line": None, "_seq": rec.next_seq(), "_function": None})
 
 
-def _config_split(sg, argv, rec):
+def _config_split(sg, argv, rec, parser):
     """(config_part, cli_part) of ``argv`` per SGLang's own merger; quirks become messages."""
     for tok in argv:
         if tok.startswith("--config="):
@@ -497,7 +500,7 @@ def _config_split(sg, argv, rec):
                   "given as two words (`--config PATH`)" % tok)
     if "--config" not in argv:
         return [], list(argv)
-    merger = sg.config_merger(sg.parser())
+    merger = sg.config_merger(parser)
     if merger is None:
         return [], list(argv)
     i = argv.index("--config")
@@ -570,11 +573,19 @@ def resolve(sg, argv, env=None):
     field_set = set(field_names)
     server_args = None
     error = None
+    parsers = []  # the parser SGLang builds in prepare_server_args, reused below (building one
+    # costs ~0.1 s in 0.5.23, and its choices may depend on the environment of this moment)
+    cls = sg.ServerArgs
+    add_cli_args = cls.add_cli_args
+    own_add = cls.__dict__.get("add_cli_args")
+
+    def capture_add_cli_args(parser, *a, **kw):
+        parsers.append(parser)
+        return add_cli_args(parser, *a, **kw)
+
     try:
-        config_part, cli_part = _config_split(sg, argv, rec)
-        given_config = _explicit(sg, config_part) if config_part else {}
-        given_cli = _explicit(sg, cli_part)
         rec.env_at_start = dict(os.environ)
+        cls.add_cli_args = staticmethod(capture_add_cli_args)
         with _argparse_raises(), tracing(sg.ServerArgs, rec, field_set):
             try:
                 server_args = sg.mod.prepare_server_args(argv)
@@ -582,16 +593,19 @@ def resolve(sg, argv, env=None):
                 if sg.has_resolve_once:
                     server_args.resolve_once()
             except _UsageError as exc:
-                out["usage_error"] = _usage_error(sg, str(exc))
+                out["usage_error"] = str(exc)  # completed below, with the parser
             except SystemExit as exc:  # an argparse path that exits without error()
-                out["usage_error"] = {"message": "sglang exited with status %s while parsing" % exc.code,
-                                      "unknown_flags": [], "suggestions": {}}
+                out["usage_error"] = "sglang exited with status %s while parsing" % exc.code
             except BaseException as exc:  # noqa: BLE001 - every SGLang failure is the answer
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 error = exc
                 out["error"] = _error_info(exc, exc.__traceback__)
     finally:
+        if own_add is not None:
+            cls.add_cli_args = own_add
+        else:
+            del cls.add_cli_args
         sglang_logger.removeHandler(handler)
         # leave no recording list behind (pickling the args elsewhere would need this module)
         if server_args is not None and type(getattr(server_args, "_resolved_overrides", None)).__name__ == "RecordingList":
@@ -603,11 +617,23 @@ def resolve(sg, argv, env=None):
                 except Exception:
                     pass
 
+    parser = parsers[0] if parsers else sg.parser()
+    actions = {}
+    for a in parser._actions:
+        if a.option_strings and a.dest not in actions and not isinstance(a, argparse._HelpAction):
+            actions[a.dest] = (a.default, _canonical_option(a, a.dest))
+    config_part, cli_part = _config_split(sg, argv, rec, parser)
+    if out["usage_error"] is not None:
+        out["usage_error"] = _usage_error(sg, parser, out["usage_error"])
+    _suppress(parser)
+    given_config = _explicit(parser, config_part) if config_part else {}
+    given_cli = _explicit(parser, cli_part)
+
     if out["usage_error"] is None:
         target = server_args if server_args is not None else (rec.instances[0] if rec.instances else None)
-        out["fields"] = _fields(sg, target, rec, field_names, given_cli, given_config)
+        out["fields"] = _fields(sg, target, rec, field_names, actions, given_cli, given_config)
         out["ok"] = error is None
-    out["messages"] = [{k: v for k, v in m.items() if not k.startswith("_")} for m in rec.messages]
+    out["messages"] = [{k: v for k, v in m.items() if not k.startswith("_")} for m in rec.notes + rec.messages]
     out["elapsed_s"] = round(time.perf_counter() - t0, 4)
     return out
 
@@ -631,16 +657,11 @@ def _final_values(sg, obj, field_names):
     return {name: getattr(obj, name, None) for name in field_names}
 
 
-def _fields(sg, obj, rec, field_names, given_cli, given_config):
+def _fields(sg, obj, rec, field_names, actions, given_cli, given_config):
     d2f = sg.dest_to_field()
     f2dest = {}
     for dest, field in d2f.items():
         f2dest.setdefault(field, dest)
-    parser = sg.parser()
-    actions = {}
-    for a in parser._actions:
-        if a.dest not in actions and a.option_strings:
-            actions[a.dest] = a
     class_defaults = sg.field_defaults()
     finals = _final_values(sg, obj, field_names)
     events = rec.events.get(id(obj), []) if obj is not None else []
@@ -660,7 +681,7 @@ def _fields(sg, obj, rec, field_names, given_cli, given_config):
         dest = f2dest.get(name)
         action = actions.get(dest) if dest else None
         if action is not None:
-            default = action.default
+            default = action[0]
         else:
             default = class_defaults.get(name)
         default = sg.fallback(name, default)
@@ -723,7 +744,7 @@ def _fields(sg, obj, rec, field_names, given_cli, given_config):
             "value": _jsonable(value),
             "default": _jsonable(r["default"]),
             "given": _jsonable(given) if given_src else None,
-            "option": _canonical_option(action, dest) if action is not None else None,
+            "option": action[1] if action is not None else None,
             "source": source,
             "writes": [{k: (_jsonable(v) if k in ("old", "new") else v) for k, v in w.items() if not k.startswith("_")}
                        for w in r["writes"]],
@@ -780,13 +801,20 @@ def params(sg):
 # warm mode
 
 
+def _clear_model_config_cache():
+    """SGLang caches the model's config.json (``get_config``, lru_cache_frozenset): an edited
+    config.json would otherwise be read stale."""
+    for modname in ("sglang.srt.utils.hf_transformers.config", "sglang.srt.utils.hf_transformers_utils"):
+        mod = sys.modules.get(modname)
+        clear = getattr(getattr(mod, "get_config", None), "cache_clear", None) if mod is not None else None
+        if callable(clear):
+            clear()
+
+
 def _fresh_child_state(sg):
-    """In a forked child: forget what earlier resolutions cached (model config, probes)."""
-    try:
-        from sglang.srt.utils.hf_transformers.config import get_config
-        get_config.cache_clear()
-    except Exception:
-        pass
+    """In the warm parent after its warm-up: forget what the warm-up cached (model config,
+    hardware probes: every lru_cache in sglang modules), so forks start as cold as a fresh process."""
+    _clear_model_config_cache()
     for modname, mod in list(sys.modules.items()):
         if not modname.startswith("sglang") or mod is None:
             continue
@@ -864,6 +892,7 @@ def serve(sg, out, idle_timeout, warm_argv):
     os.environ.update(env_snapshot)
     _fresh_child_state(sg)
     gc.collect()
+    gc.freeze()  # children's GC leaves the parent's objects alone: fewer copy-on-write page copies
     if _cuda_initialized():
         _emit_line(out, {"event": "error", "message": "CUDA got initialised in the warm parent; use a fresh process per resolve"})
         return 3
@@ -911,12 +940,15 @@ def _serve_one(sg, conn):
         data += chunk
     pid = os.fork()
     if pid == 0:  # child: one resolution, then gone with all its state
+        gc.disable()
         code = 0
         try:
             signal_alarm = getattr(__import__("signal"), "alarm", None)
             if signal_alarm:
                 signal_alarm(300)
-            _fresh_child_state(sg)
+            # the parent cleared every sglang cache after its warm-up and never resolves again;
+            # the model config cache once more, cheaply, for certainty
+            _clear_model_config_cache()
             request = json.loads(data.decode() or "{}")
             if request.get("params"):
                 answer = params(sg)
