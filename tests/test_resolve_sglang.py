@@ -292,6 +292,14 @@ def comparable(r: dict) -> dict:
     return r
 
 
+def assert_same(a: dict, b: dict, what) -> None:
+    a, b = comparable(a), comparable(b)
+    diff = {n: (a["fields"].get(n), b["fields"].get(n)) for n in set(a["fields"]) | set(b["fields"])
+            if a["fields"].get(n) != b["fields"].get(n)}
+    assert not diff, (what, diff)
+    assert a == b, what
+
+
 @pytest.mark.parametrize("version", ["0.5.11", "0.5.23"])
 def test_warm_equals_fresh(warm_for, tmp_path, version):
     model = tmp_path / "model"
@@ -318,7 +326,7 @@ def test_warm_equals_fresh(warm_for, tmp_path, version):
             continue
         warm_answer = w.resolve(argv)
         fresh_answer = fresh(version, argv)
-        assert comparable(warm_answer) == comparable(fresh_answer), argv
+        assert_same(warm_answer, fresh_answer, argv)
         answers.append(warm_answer)
     # the edit was seen (no stale model config): the hybrid-only decisions are gone
     before, after = answers[-2]["fields"], answers[-1]["fields"]
