@@ -362,3 +362,11 @@ def test_0_5_23_mamba_cache_too_small_for_one_request(sim_process, free_port):
                     "max_mamba_cache_size=4, mamba_ratio=5, resulting max_num_reqs=0. Try: (1) reduce "
                     "--max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with more memory."]
     assert run.truth()["outcome"] == "mamba_too_small"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_extra_buffer_on_a_cpu_device_is_refused_like_sglang(sim_process, free_port, version):
+    # the simulated node is a CUDA GPU; with an explicit --device cpu SGLang refuses extra_buffer
+    run = sim_process(version, demo.first_failing_argv(version, port=free_port) + ["--device", "cpu"])
+    assert run.wait() == 1
+    assert _normalise_site(run.text()).endswith((DATA / f"real-{version}-extra_buffer-cpu.txt").read_text())

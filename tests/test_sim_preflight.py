@@ -53,8 +53,9 @@ def test_renamed_flag_is_a_usage_error_with_a_suggestion():
     assert rep["ok"] is False and rep["error"] is None
     ue = rep["usage_error"]
     assert ue["unknown_flags"] == ["--mamba-scheduler-strategy"]
-    assert ue["suggestions"] == {"--mamba-scheduler-strategy": "--mamba-radix-cache-strategy"}
-    assert "renamed --mamba-radix-cache-strategy in 0.5.14" in ue["message"]
+    assert ue["suggestions"] == {"--mamba-scheduler-strategy": "unknown in SGLang 0.5.23; renamed "
+                                                               "`--mamba-radix-cache-strategy` in 0.5.14"}
+    assert ue["message"] == "sglang serve: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer"
 
 
 def test_params_metadata():

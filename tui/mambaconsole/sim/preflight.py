@@ -99,16 +99,13 @@ def resolve_report(version: str, argv: list[str], gpu: SimGPU | None = None) -> 
         for flag in exc.flags:
             if flag in RENAMED and RENAMED[flag][0] in known:
                 new, when = RENAMED[flag]
-                suggestions[flag] = new
+                suggestions[flag] = f"unknown in SGLang {version}; renamed `{new}` in {when}"
+            elif "_" in flag and flag.replace("_", "-") in known:
+                suggestions[flag] = f"unknown in SGLang {version}; did you mean `{flag.replace('_', '-')}`? (SGLang's options use dashes)"
             else:
-                close = difflib.get_close_matches(flag, sorted(known), n=1)
-                if close:
-                    suggestions[flag] = close[0]
-        notes = [
-            f"{f} is unknown in SGLang {version}" + (f"; renamed {suggestions[f]} in {RENAMED[f][1]}" if f in RENAMED and f in suggestions else "")
-            for f in exc.flags
-        ]
-        report["usage_error"] = {"message": "; ".join(notes) + f" (sglang serve: error: unrecognized arguments: {' '.join(exc.rest)})",
+                close = difflib.get_close_matches(flag, sorted(known), n=1, cutoff=0.75)
+                suggestions[flag] = f"unknown in SGLang {version}; did you mean `{close[0]}`?" if close else f"unknown in SGLang {version}"
+        report["usage_error"] = {"message": f"sglang serve: error: unrecognized arguments: {' '.join(exc.rest)}",
                                  "unknown_flags": exc.flags, "suggestions": suggestions}
         report["elapsed_s"] = round(time.perf_counter() - t0, 4)
         return report
@@ -137,25 +134,40 @@ def resolve_report(version: str, argv: list[str], gpu: SimGPU | None = None) -> 
         report["error"] = {"type": failure.exc_type, "message": failure.message, "file": path, "line": line,
                            "function": func, "sglang_file": sglang[-1][0] if sglang else None,
                            "sglang_line": sglang[-1][1] if sglang else None, "step": step}
+    field_to_dest = {renames.get(a["dest"], a["dest"]): a for a in spec["actions"]}
     for name in defaults:
         value = values.get(name)
         g = given_by_field.get(name)
-        write = changed.get(name)
-        if g is not None:
-            source = "overridden" if write is not None and write.new != g[0] else "cli"
+        writes = changed.get(name) or []
+        start = g[0] if g else defaults[name]
+        if not writes or writes[-1].new == start:
+            source = "cli" if g else "default"
+        elif g and g[0] != "auto":
+            source = "overridden"
         else:
-            source = "derived" if write is not None else "default"
+            source = "derived"  # an explicit `auto` asks SGLang to choose
+        action = field_to_dest.get(name)
         report["fields"][name] = {
             "value": _jsonable(value), "default": _jsonable(defaults[name]),
-            "given": _jsonable(g[0]) if g else None, "option": g[1] if g else None, "source": source,
-            "writes": [] if write is None else [{
-                "old": _jsonable(write.old), "new": _jsonable(write.new), "function": write.function,
-                "file": write.file, "line": write.line, "declared_as": write.declared_as}],
+            "given": _jsonable(g[0]) if g else None,
+            "option": _canonical_option(action) if action else None, "source": source,
+            "writes": [{"old": _jsonable(w.old), "new": _jsonable(w.new), "function": w.function,
+                        "file": w.file, "line": w.line, "declared_as": w.declared_as} for w in writes],
         }
     report["messages"] = [{"level": "WARNING", "logger": "sglang.srt.server_args", "message": w, "file": None, "line": None}
                           for w in warnings]
     report["elapsed_s"] = round(time.perf_counter() - t0, 4)
     return report
+
+
+def _canonical_option(action: dict) -> str | None:
+    """``--<dest with dashes>`` when it is one of the action's options, else its first long one."""
+    want = "--" + action["dest"].replace("_", "-")
+    opts = action["option_strings"]
+    if want in opts:
+        return want
+    longs = [o for o in opts if o.startswith("--")]
+    return longs[0] if longs else (opts[0] if opts else None)
 
 
 class _Unknown(Exception):

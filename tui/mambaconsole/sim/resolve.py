@@ -39,8 +39,8 @@ class Resolved:
     version: str
     fields: dict[str, Any]
     warnings: list[str]
-    #: fields that SGLang set itself: name -> the last write
-    changed: dict[str, Write]
+    #: fields that SGLang set itself: name -> its writes, in order
+    changed: dict[str, list[Write]]
 
     def __getitem__(self, name: str) -> Any:
         return self.fields[name]
@@ -95,8 +95,8 @@ _WRITERS_0_5_11 = {
     "disable_overlap_schedule": ("_handle_mamba_radix_cache", _SA, 2433),
     "attention_backend": ("_handle_attention_backend_compatibility", _SA, 2658),
     "speculative_algorithm": ("_handle_speculative_decoding", _SA, 3311),
-    "speculative_num_steps": ("_handle_speculative_decoding", _SA, 3526),
-    "speculative_eagle_topk": ("_handle_speculative_decoding", _SA, 3526),
+    "speculative_num_steps": ("_handle_speculative_decoding", _SA, 3524),
+    "speculative_eagle_topk": ("_handle_speculative_decoding", _SA, 3525),
     "speculative_num_draft_tokens": ("_handle_speculative_decoding", _SA, 3526),
     "max_running_requests": ("_handle_speculative_decoding", _SA, 3455),
 }
@@ -104,32 +104,35 @@ _AG = "sglang/srt/arg_groups"
 # 0.5.23 declarations: (function that declares, file, line, declared source name)
 _WRITERS_0_5_23 = {
     "tokenizer_path": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 637, "_handle_missing_default_values"),
-    "served_model_name": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 637, "_handle_missing_default_values"),
-    "device": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 652, "_handle_missing_default_values"),
-    "chunked_prefill_size": ("handle_gpu_memory_settings", f"{_AG}/serving_hook.py", 700, "_handle_gpu_memory_settings"),
-    "cuda_graph_max_bs": ("handle_gpu_memory_settings", f"{_AG}/serving_hook.py", 700, "_handle_gpu_memory_settings"),
-    "mem_fraction_static": ("handle_gpu_memory_settings", f"{_AG}/serving_hook.py", 700, "_handle_gpu_memory_settings"),
-    "page_size": ("_page_size_default", f"{_AG}/overrides.py", 1340, "_page_size_default"),
+    "served_model_name": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 643, "_handle_missing_default_values"),
+    "device": ("handle_missing_default_values", f"{_AG}/serving_hook.py", 655, "_handle_missing_default_values"),
+    "chunked_prefill_size": ("handle_gpu_memory_settings", f"{_AG}/memory_hook.py", 108, "_handle_gpu_memory_settings"),
+    "cuda_graph_max_bs": ("handle_gpu_memory_settings", f"{_AG}/memory_hook.py", 108, "_handle_gpu_memory_settings"),
+    "mem_fraction_static": ("handle_gpu_memory_settings", f"{_AG}/memory_hook.py", 339, "_handle_gpu_memory_settings"),
+    "page_size": ("_page_size_default", f"{_AG}/overrides.py", 1341, "_page_size_default"),
     "attention_backend": ("handle_attention_backend", f"{_AG}/attention_hook.py", 339, "_handle_attention_backend_compatibility"),
-    "uses_mamba_radix_cache": ("handle_mamba_radix_cache", f"{_AG}/model_hook.py", 1057, "_mamba_radix_cache_resolution"),
-    "mamba_radix_cache_strategy": ("handle_mamba_radix_cache", f"{_AG}/model_hook.py", 1057, "_mamba_radix_cache_resolution"),
-    "disable_overlap_schedule": ("handle_mamba_radix_cache", f"{_AG}/model_hook.py", 1057, "_mamba_radix_cache_resolution"),
-    "speculative_algorithm": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
-    "speculative_num_steps": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
-    "speculative_eagle_topk": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
-    "speculative_num_draft_tokens": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
-    "max_running_requests": ("handle_eagle_family", f"{_AG}/spec_hook.py", 120, "_handle_eagle_family"),
+    "uses_mamba_radix_cache": ("_mamba_radix_cache_resolution", f"{_AG}/overrides.py", 454, "_mamba_radix_cache_resolution"),
+    "mamba_radix_cache_strategy": ("_mamba_radix_cache_resolution", f"{_AG}/overrides.py", 454, "_mamba_radix_cache_resolution"),
+    "disable_overlap_schedule": ("_mamba_radix_cache_resolution", f"{_AG}/overrides.py", 454, "_mamba_radix_cache_resolution"),
+    "speculative_algorithm": ("handle_speculative_decoding", f"{_AG}/speculative_hook.py", 151, "handle_speculative_decoding"),
+    "speculative_num_steps": ("_handle_eagle_family", f"{_AG}/speculative_hook.py", 1168, "_handle_eagle_family.auto_params"),
+    "speculative_eagle_topk": ("_handle_eagle_family", f"{_AG}/speculative_hook.py", 1168, "_handle_eagle_family.auto_params"),
+    "speculative_num_draft_tokens": ("_handle_eagle_family", f"{_AG}/speculative_hook.py", 1168, "_handle_eagle_family.auto_params"),
+    "max_running_requests": ("_handle_eagle_family", f"{_AG}/speculative_hook.py", 1087, "_handle_eagle_family"),
 }
 
 
-def _set(f: dict[str, Any], changed: dict, name: str, value: Any, version: str) -> None:
-    """Set field ``name`` as SGLang ``version`` does, recording the write in ``changed``."""
-    if version == "0.5.11":
+def _set(f: dict[str, Any], changed: dict, name: str, value: Any, version: str, writer: tuple | None = None) -> None:
+    """Set field ``name`` as SGLang ``version`` does, recording the write in ``changed``
+    (``writer``: (function, file, line[, declared_as]) instead of the table's)."""
+    if writer is not None:
+        func, file, line, declared = (*writer, None)[:4]
+    elif version == "0.5.11":
         func, file, line = _WRITERS_0_5_11.get(name, ("__post_init__", _SA, 845))
         declared = None
     else:
         func, file, line, declared = _WRITERS_0_5_23.get(name, ("run_resolution_pipeline", f"{_AG}/pipeline.py", 225, None))
-    changed[name] = Write(f.get(name), value, func, file, line, declared)
+    changed.setdefault(name, []).append(Write(f.get(name), value, func, file, line, declared))
     f[name] = value
 
 
@@ -167,7 +170,8 @@ def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict, version:
     mem_fraction_static = (gpu_mem - reserved_mem) / gpu_mem with reserved_mem (MiB) =
     512 + 1.5 * max(chunked_prefill_size, 2048) + 2 * cuda_graph_max_bs + tp*pp/8 * 1024,
     at least 10 GiB on GPUs over 60 GiB, plus 4 GiB for EAGLE-family draft models
-    (6 GiB STANDALONE). The piecewise-CUDA-graph and VLM adjustments are not modelled.
+    (6 GiB STANDALONE), then ``adjust_mem_fraction_for_vlm`` (multimodal model). The
+    piecewise-CUDA-graph reserve is not modelled.
     """
     gpu_mem = gpu.total_bytes / MiB
     tp = f.get("tp_size") or 1
@@ -195,7 +199,19 @@ def _gpu_memory_defaults(f: dict[str, Any], gpu: SimGPU, changed: dict, version:
         elif algo is not None and algo != "NGRAM":
             reserved += 4 * 1024
         value = round((gpu_mem - reserved) / gpu_mem, 3)
-        _set(f, changed, "mem_fraction_static", value, version)
+        if version == "0.5.11":
+            _set(f, changed, "mem_fraction_static", value, version)
+            value = value * _vlm_factor()
+            _set(f, changed, "mem_fraction_static", value, version, ("adjust_mem_fraction_for_vlm", _SA, 7171))
+        else:
+            _set(f, changed, "mem_fraction_static", value * _vlm_factor(), version)
+
+
+def _vlm_factor(vit_layers: int = 24, vit_hidden: int = 1152) -> float:
+    """``ServerArgs.adjust_mem_fraction_for_vlm`` for Qwen3.6's vision tower: its config names
+    no ``num_hidden_layers`` (SGLang's default 24 applies) and has hidden_size 1152."""
+    ratio = vit_layers * vit_hidden**2 / (24 * 1024**2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
 def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], changed: dict) -> None:
@@ -203,6 +219,9 @@ def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], 
     if algo is None:
         return
     if algo == "NEXTN":  # NEXTN is rewritten to EAGLE (all versions)
+        if version != "0.5.11":  # 0.5.23 declares the raw name first
+            _set(f, changed, "speculative_algorithm", algo, version,
+                 ("handle_speculative_decoding", f"{_AG}/speculative_hook.py", 139, "handle_speculative_decoding"))
         _set(f, changed, "speculative_algorithm", "EAGLE", version)
         algo = "EAGLE"
     # auto_choose_speculative_params: (steps, topk, draft tokens) = (3, 1, 4) for this model
@@ -218,11 +237,11 @@ def _speculative_defaults(f: dict[str, Any], version: str, warnings: list[str], 
         _set(f, changed, "speculative_num_draft_tokens", value, version)
     if algo in ("EAGLE", "EAGLE3", "STANDALONE") and f.get("max_running_requests") is None:
         _set(f, changed, "max_running_requests", 48, version)
-        if version == "0.5.11":
-            warnings.append(
-                "Max running requests is reset to 48 for speculative decoding. You can override "
-                "this by explicitly setting --max-running-requests."
-            )
+        # logged by 0.5.11 and 0.5.23 alike
+        warnings.append(
+            "Max running requests is reset to 48 for speculative decoding. You can override "
+            "this by explicitly setting --max-running-requests."
+        )
 
 
 def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], changed: dict, version: str = "0.5.11") -> None:
@@ -240,6 +259,12 @@ def _mamba_0_5_11(f: dict[str, Any], model: HybridModel, warnings: list[str], ch
                 "Overlap scheduling is already supported with no_buffer + disable_radix_cache. "
                 "Please use --mamba-scheduler-strategy no_buffer instead.",
                 _FRAMES_0_5_11_POST_INIT + [(f"{_SITE}/srt/server_args.py", 2397, "_handle_mamba_radix_cache", "raise ValueError(")],
+            )
+        if f.get("device") not in (None, "cuda", "musa"):
+            raise Failure(
+                "AssertionError",
+                "Mamba extra_buffer is only supported on CUDA and MUSA devices with FLA backend",
+                _FRAMES_0_5_11_POST_INIT + [(f"{_SITE}/srt/server_args.py", 2403, "_handle_mamba_radix_cache", "assert (")],
             )
         draft = f.get("speculative_num_draft_tokens")
         if draft is not None and not f["mamba_track_interval"] >= draft:
@@ -279,6 +304,9 @@ def _mamba_0_5_23(f: dict[str, Any], model: HybridModel, warnings: list[str], ch
     (0.5.23, srt/arg_groups/), simulating a CUDA device (extra buffer supported)."""
     if f["disable_radix_cache"]:
         return  # resolution skips mamba handling when the radix cache is off
+    # handle_model_specific_adjustments declares it False first, the mamba pass then True
+    _set(f, changed, "uses_mamba_radix_cache", False, version,
+         ("handle_model_specific_adjustments", f"{_AG}/model_hook.py", 155, "_handle_model_specific_adjustments"))
     _set(f, changed, "uses_mamba_radix_cache", True, version)
     strategy = f["mamba_radix_cache_strategy"]
     if strategy == "auto":
@@ -289,6 +317,17 @@ def _mamba_0_5_23(f: dict[str, Any], model: HybridModel, warnings: list[str], ch
         strategy = new
         if new == "no_buffer" and not f["disable_overlap_schedule"]:
             _set(f, changed, "disable_overlap_schedule", True, version)
+    if strategy in ("extra_buffer", "extra_buffer_lazy") and f.get("device") not in (None, "cuda", "musa", "npu", "xpu"):
+        # the simulated node is a CUDA GPU; an explicit non-GPU --device has no snapshot support
+        raise Failure(
+            "AssertionError",
+            "extra_buffer requires platform support for Mamba cache state snapshots.",
+            _FRAMES_0_5_23_RESOLVE
+            + [
+                (f"{_SITE}/srt/arg_groups/model_hook.py", 1070, "handle_mamba_radix_cache", "validate_mamba_extra_buffer("),
+                (f"{_SITE}/srt/arg_groups/mamba_hook.py", 120, "validate_mamba_extra_buffer", "assert _platform_supports_mamba_cache_extra_buffer(), ("),
+            ],
+        )
     if strategy == "no_buffer":
         if f.get("page_size") not in (None, 1):
             raise Failure(
@@ -322,8 +361,6 @@ def resolve(version: str, fields: dict[str, Any], model: HybridModel, gpu: SimGP
             _set(f, changed, name, f["model_path"], version)
     if f.get("device") is None:
         _set(f, changed, "device", "cuda", version)
-    if f.get("page_size") is None:
-        _set(f, changed, "page_size", 1, version)
     if f.get("attention_backend") is None:
         _set(f, changed, "attention_backend", "triton", version)
     if version != "0.5.11" and f.get("mamba_full_memory_ratio") is None:
@@ -336,6 +373,8 @@ def resolve(version: str, fields: dict[str, Any], model: HybridModel, gpu: SimGP
             _mamba_0_5_11(f, model, warnings, changed)
         else:
             _mamba_0_5_23(f, model, warnings, changed)
+        if f.get("page_size") is None:  # 0.5.11 _handle_page_size / 0.5.23 _page_size_default
+            _set(f, changed, "page_size", 1, version)
         _speculative_defaults(f, version, warnings, changed)
     except Failure as failure:
         # the state at failure: fields as resolved up to the raise
