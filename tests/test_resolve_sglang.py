@@ -224,6 +224,13 @@ def test_0511_explicit_detection_aliases_abbreviations_no_flags(warm_for):
     assert (tp["value"], tp["source"], tp["given"]) == (1, "cli", 1)
 
 
+def test_0511_new_flag_name_is_usage_error_naming_the_old_one(warm_for):
+    r = warm_for("0.5.11").resolve(["--model-path", QNEXT, *CPU, "--mamba-radix-cache-strategy", "no_buffer"])
+    assert r["usage_error"]["unknown_flags"] == ["--mamba-radix-cache-strategy"]
+    assert r["usage_error"]["suggestions"]["--mamba-radix-cache-strategy"] == \
+        "unknown in SGLang 0.5.11; it is the 0.5.14+ name of `--mamba-scheduler-strategy`, use that here"
+
+
 # --------------------------------------------------------------------------- 0.5.23
 
 
@@ -408,3 +415,19 @@ def test_over_ssh_same_json_as_local(ssh_home):
     local = cli("--python", py, "--json", *env_args, "--", *argv)
     assert local.returncode == 0, local.stderr
     assert comparable(json.loads(remote.stdout)) == comparable(json.loads(local.stdout))
+
+    async def warm_over_ssh():
+        from mambaconsole.node.ssh import SSHNode
+
+        node = SSHNode("gpu-node")
+        try:
+            async with WarmResolver(node, py, env=sglang_env_extra()) as warm:
+                first = await warm.resolve(argv)
+                assert warm.alive and warm.info["event"] == "ready"
+                return first, await warm.resolve(argv)
+        finally:
+            await node.close()
+
+    first, second = asyncio.run(warm_over_ssh())
+    assert_same(first, json.loads(local.stdout), "warm over ssh")
+    assert_same(second, json.loads(local.stdout), "warm over ssh, forked")

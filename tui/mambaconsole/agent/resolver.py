@@ -469,7 +469,12 @@ def _usage_error(sg, parser, message):
         unknown = [t.split("=", 1)[0] for t in m.group(1).split() if t.startswith("-")]
     suggestions = {}
     options = None
+    renamed_to = {new: (old, when) for old, (new, when) in RENAMED_FLAGS.items() if new}
     for flag in unknown:
+        if flag in renamed_to and renamed_to[flag][0] in _option_strings(parser):
+            old, when = renamed_to[flag]
+            suggestions[flag] = "unknown in SGLang %s; it is the %s+ name of `%s`, use that here" % (sg.version, when, old)
+            continue
         if flag in RENAMED_FLAGS:
             new, when = RENAMED_FLAGS[flag]
             suggestions[flag] = "unknown in SGLang %s; renamed `%s` in %s" % (sg.version, new, when) if new else \
@@ -583,6 +588,7 @@ def resolve(sg, argv, env=None):
         parsers.append(parser)
         return add_cli_args(parser, *a, **kw)
 
+    cuda_before = _cuda_initialized()
     try:
         rec.env_at_start = dict(os.environ)
         cls.add_cli_args = staticmethod(capture_add_cli_args)
@@ -629,6 +635,9 @@ def resolve(sg, argv, env=None):
     given_config = _explicit(parser, config_part) if config_part else {}
     given_cli = _explicit(parser, cli_part)
 
+    if cuda_before is False and _cuda_initialized():
+        _note(rec, "INFO", "this resolution initialised CUDA: SGLang queried the GPU (device capability), which "
+              "creates a CUDA context on it for the length of the resolution (a few hundred MiB)")
     if out["usage_error"] is None:
         target = server_args if server_args is not None else (rec.instances[0] if rec.instances else None)
         out["fields"] = _fields(sg, target, rec, field_names, actions, given_cli, given_config)
@@ -896,6 +905,14 @@ def serve(sg, out, idle_timeout, warm_argv):
     if _cuda_initialized():
         _emit_line(out, {"event": "error", "message": "CUDA got initialised in the warm parent; use a fresh process per resolve"})
         return 3
+    _remove_stale_sockets()
+    import signal
+
+    def leave(signum, frame):
+        raise SystemExit(0)
+
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, leave)
     sockdir = tempfile.mkdtemp(prefix="mambaconsole-resolver-")
     path = os.path.join(sockdir, "sock")
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -929,6 +946,37 @@ def serve(sg, out, idle_timeout, warm_argv):
             os.unlink(path)
         with contextlib.suppress(OSError):
             os.rmdir(sockdir)
+
+
+def _remove_stale_sockets():
+    """Remove socket folders of earlier warm resolvers of this user that nobody listens on
+    (one killed with SIGKILL cannot clean up after itself)."""
+    base = tempfile.gettempdir()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith("mambaconsole-resolver-"):
+            continue
+        d = os.path.join(base, name)
+        path = os.path.join(d, "sock")
+        try:
+            if os.stat(d).st_uid != os.getuid():
+                continue
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(path)
+                continue  # alive: someone else's console
+            except OSError:
+                pass
+            finally:
+                probe.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            os.rmdir(d)
+        except OSError:
+            continue
 
 
 def _serve_one(sg, conn):
