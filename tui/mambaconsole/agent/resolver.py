@@ -448,7 +448,7 @@ def _explicit(parser, argv):
     """dests given explicitly in ``argv``: {dest: value}; never raises."""
     with _argparse_raises():
         try:
-            with contextlib.redirect_stderr(open(os.devnull, "w")):
+            with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
                 ns, _rest = parser.parse_known_args(list(argv))
             return vars(ns)
         except (_UsageError, SystemExit, Exception):
