@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang.inspect import KINDS, inspect_text, per_rank_memory
+from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text
 
 HELP = "what a server log, /metrics text, server-info JSON or GPU table says"
@@ -67,6 +68,12 @@ def _human(r: dict) -> str:
     d = r["last_decode"]
     if d:
         lines.append("last decode: " + ", ".join(f"{k} {_num(v)}" for k, v in d.items() if v is not None))
+        if d["accept_rate"] is not None:
+            meaning = accept_rate_meaning(r["sglang_version"])
+            lines.append("  accept rate = " + {
+                DRAFTS_ONLY: "accepted drafts / proposed drafts (SGLang 0.5.11+)",
+                WITH_BONUS: "accepted tokens incl. the bonus token / draft tokens (SGLang 0.5.10 and older)",
+            }.get(meaning, "as printed; its meaning changed in 0.5.11 and this input names no version"))
     s = r["spec"]
     if s["enabled"] is False:
         lines.append("speculative decoding: off")

@@ -1421,7 +1421,7 @@ def _classify(msg: str, kw: dict) -> Event:
 
 
 _ENV_RE = re.compile(
-    r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] ?(.*)",
+    r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: [A-Z_]+\d+)*)\] ?(.*)",
     re.S,
 )
 
@@ -1556,6 +1556,7 @@ def _is_start(msg: str) -> bool:
 
 _new = object.__new__
 _setattr = object.__setattr__
+_BATCH_HEADS = frozenset(("Deco", "Pref"))
 _MAYBE_INCOMPLETE = frozenset(("Deco", "Pref", "max_", "serv"))
 #: the envelope of the hot path (exact SGLang form, optional level), not followed by a
 #: second envelope; the rest of the line is checked with str.isprintable()
@@ -1640,7 +1641,7 @@ class LogParser:
                 head = msg[:4]
                 ev = None
                 p = None
-                if (head == "Deco" or head == "Pref") and "#queue-req" in msg:
+                if head in _BATCH_HEADS and "#queue-req" in msg:
                     # the two most frequent formats, inline (same result as their parsers)
                     if msg[:14] == "Decode batch, ":
                         ev = _new(DecodeBatch)
@@ -1656,7 +1657,9 @@ class LogParser:
                     p = dispatch(head)
                     if p is not None:
                         ev = p(msg, kw)
-                        if ev is not None and head in _MAYBE_INCOMPLETE and _incomplete(msg):
+                        if ev is None:
+                            p = None  # matched no format: plain text
+                        elif head in _MAYBE_INCOMPLETE and _incomplete(msg):
                             ev = None
                             kw = {"text": text, "message": msg, "time": time,
                                   "rank": tags[1:] or None, "line_no": n, "level": level}
