@@ -502,3 +502,22 @@ def test_feed_many_equals_feed_per_line(lines, cuts):
     assert _sig(a) == _sig(b)
     assert _sig(a) == _sig(parse_text("".join(x if x.endswith("\n") else x + "\n" for x in lines))) or any(
         "\n" in x[:-1] or "\r" in x for x in lines)
+
+
+def test_peek_shows_the_pending_record_without_consuming_it():
+    p = LogParser()
+    assert p.peek() is None
+    assert p.feed("[2026-10-01 12:00:00 TP0] Scheduler debug info:\n") == []
+    first = p.peek()
+    assert type(first) is ev.Text and first.message == "Scheduler debug info:"
+    assert p.feed("    #running-req: 3\n") == []
+    joined = p.peek()
+    assert joined.text.count("\n") == 1 and "#running-req: 3" in joined.message
+    assert p.peek() == joined
+    (done,) = p.flush()
+    assert done == joined and p.peek() is None
+    p.feed("[2026-10-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):")
+    tb = p.peek()
+    assert type(tb) is ev.Traceback and not tb.complete
+    p.feed("ValueError: x")
+    assert p.peek().exc_type == "ValueError" and p.flush()[0].exc_type == "ValueError"

@@ -1742,6 +1742,20 @@ class LogParser:
             out.append(Text(text=t, message=t, line_no=self._n))
             return out
 
+    def peek(self) -> Event | None:
+        """The pending record as it would be flushed now, without consuming it (a live tail
+        can show the last line before the next one arrives); None when nothing is pending."""
+        if self._pend is None:
+            return None
+        saved = self._pend
+        self._pend = dict(saved)
+        try:
+            return self._finish()
+        except Exception:  # pragma: no cover
+            return None
+        finally:
+            self._pend = saved
+
     def flush(self) -> list[Event]:
         """The pending record as an event (empty list when none)."""
         if self._pend is None:
