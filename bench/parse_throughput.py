@@ -29,8 +29,9 @@ from mambaconsole.sglang.events import BatchLine, DecodeBatch, LogParser  # noqa
 N = 1_000_000
 GOAL = 15.0
 
-# (weight, line template) — formats from shared/reference/sglang-observables.md. The mix is
-# a debug-level flood: mostly DEBUG lines of SGLang's modules and request traces, batch lines,
+# (weight, line template) — formats from shared/reference/sglang-observables.md (SGLang's
+# envelope carries no level; some builds add "WARNING file:line:", case-09). The mix is
+# a debug-level flood: mostly debug lines of SGLang's modules and request traces, batch lines,
 # uvicorn access lines from pollers; startup lines, progress bars and tracebacks (each format
 # present, at the small share they have in a long flood).
 TEMPLATES = [
@@ -38,7 +39,8 @@ TEMPLATES = [
     (5, "[{ts} TP0] Decode batch, #running-req: {a}, #token: {b}, token usage: 0.{c:02d}, cuda graph: True, gen throughput (token/s): 1523.44, #queue-req: 0, "),
     (12, "[{ts} TP0] Prefill batch, #new-seq: 1, #new-token: {b}, #cached-token: {a}, full token usage: 0.{c:02d}, mamba usage: 0.{d:02d}, #running-req: {a}, #queue-req: {e}, #pending-token: 0, cuda graph: False, input throughput (token/s): {b}.78"),
     (10, '[{ts}] INFO:     127.0.0.1:{b} - "GET /metrics HTTP/1.1" 200 OK'),
-    (35, "[{ts} DP1 TP1 EP1] DEBUG scheduler.py:{b}: schedule step: running={a}, waiting={e}, new_token_ratio=0.{c:02d}"),
+    (33, "[{ts} DP1 TP1 EP1] schedule step: running={a}, waiting={e}, new_token_ratio=0.{c:02d}"),
+    (2, "[{ts}] WARNING model_config.py:1098: Transformers version 5.3.0 is used for model type qwen3_5_moe."),
     (9, "[{ts}] Receive: obj=GenerateReqInput(rid='{b}', text=None, input_ids=[{a}, {c}, {d}], sampling_params={{'max_new_tokens': {b}}})"),
     (0.5, "[{ts} TP0] Load weight end. elapsed=12.40 s, type=Qwen3NextForCausalLM, avail mem=99.12 GB, mem usage=40.18 GB."),
     (0.5, "[{ts} TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: {b}, K size: 11.77 GB, V size: 11.77 GB"),
