@@ -247,3 +247,90 @@ async def test_log_silent_while_alive_is_flagged_after_a_bound(node_home, tmp_pa
         st.apply(LogLines(rec.run_id, (LogLine(rec.run_id, 0, "loaded"),)))
         assert st.log_silent_for() is None
         await store.stop(run.run_id, int_s=5)
+
+
+# ------------------------------------------------------------------- relaunch lock
+
+# Prints one line; on SIGINT takes 2 s to shut down (a server freeing its GPU memory).
+SLOW_STOP = textwrap.dedent("""
+    import signal, sys, time
+    def bye(*a):
+        time.sleep(2.0)
+        sys.exit(0)
+    signal.signal(signal.SIGINT, bye)
+    print("serving", flush=True)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+async def test_two_consoles_relaunch_together_make_one_run(ssh_home, tmp_path, no_config):
+    """Two consoles on one node over the loopback sshd press relaunch together: exactly one
+    new run; the other shows who holds the lock and since when, and starts nothing."""
+    from mambaconsole.node.runs import console_identity
+
+    starter = node_for("gpu-node")
+    first = await RunStore(starter).start([sys.executable, _script(tmp_path, "slow.py", SLOW_STOP)])
+    await starter.close()
+    a, b = _console(node_for("gpu-node")), _console(node_for("gpu-node"))
+    async with a.run_test(size=(120, 40)) as pa, b.run_test(size=(120, 40)) as pb:
+        for app, pilot in ((a, pa), (b, pb)):
+            await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == first.run_id
+                             and app.state.log_total == 1, what="the first run")
+        for pilot in (pa, pb):
+            await pilot.press("R")
+        for app, pilot in ((a, pa), (b, pb)):
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the confirmation")
+        await pa.press("y")
+        await wait_until(pa, lambda: a.state.phase is not None and a.state.phase.name in ("stop", "wait-gpu"),
+                         what="console A holding the lock")
+        await pb.press("y")
+        await wait_until(pb, lambda: b.state.notice and "relaunch refused" in b.state.notice, timeout=30,
+                         what="console B refused")
+        header = str(b.bar.render())
+        assert f"relaunch lock held by {console_identity()}" in header and "since" in header
+        await wait_until(pa, lambda: a.state.run and a.state.run.run_id != first.run_id, timeout=40,
+                         what="A's new run")
+        new_id = a.state.run.run_id
+        await wait_until(pb, lambda: b.state.run and b.state.run.run_id == new_id, timeout=20,
+                         what="B following the new run")
+        # B, pressing again for the run it saw, is told it was already replaced
+        stale_view = next(r for r in b.state.runs if r.run_id == first.run_id)
+        from mambaconsole.ui import relaunch
+        with pytest.raises(Exception) as err:
+            await relaunch.relaunch(b.feed, stale_view, list(first.argv), lambda *x: None)
+        assert f"already replaced by run {new_id}" in str(err.value)
+    async with LocalNode() as local:
+        store = RunStore(local)
+        ours = [r for r in await store.list(adopt=False) if not r.adopted]
+        assert [r.run_id for r in ours] == [first.run_id, new_id]
+        await store.stop(new_id, int_s=5)
+
+
+async def test_stale_lock_breaks_only_with_confirmation(ssh_home, tmp_path):
+    """A console took the lock over SSH and its connection went away: once older than the
+    bound the lock is reported breakable, is not taken silently, and breaks when confirmed."""
+    from mambaconsole.node.runs import LockHeld
+
+    gone = node_for("gpu-node")
+    held = await RunStore(gone).acquire_lock("alice@laptop")
+    assert held["session_kind"] == "ssh"
+    other = node_for("gpu-node")
+    store = RunStore(other)
+    with pytest.raises(LockHeld) as err:  # alice's session is alive: not breakable, whatever its age
+        await store.acquire_lock("bob@desk", stale_s=0.0, break_stale=held)
+    assert not err.value.breakable and "alice@laptop" in str(err.value)
+    await gone.close()  # alice's laptop drops off
+    for _ in range(100):
+        with pytest.raises(LockHeld) as err:
+            await store.acquire_lock("bob@desk", stale_s=0.5)
+        if err.value.breakable:
+            break
+        await asyncio.sleep(0.05)
+    assert err.value.breakable and "alice@laptop" in str(err.value) and "confirmation" in str(err.value)
+    lock_file = Path(ssh_home.sshd.node_home) / "relaunch.lock"
+    assert json.loads(lock_file.read_text())["holder"] == "alice@laptop"  # still hers
+    mine = await store.acquire_lock("bob@desk", stale_s=0.5, break_stale=err.value.lock)
+    assert mine["holder"] == "bob@desk" and mine["broke"]["holder"] == "alice@laptop"
+    assert await store.release_lock(mine)
+    await other.close()

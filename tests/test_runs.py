@@ -199,12 +199,24 @@ async def test_relaunch_lock(node_home):
         assert await store.release_lock(lock)
         lock2 = await store.acquire_lock("bob@desk")
         assert lock2["holder"] == "bob@desk"
-        # an old lock is stale and taken over
+        # an old lock whose holder's session still runs (this process) is never breakable
         path = node_home / "relaunch.lock"
         data = json.loads(path.read_text())
         data["since"] -= 3600
         path.write_text(json.dumps(data))
-        assert (await store.acquire_lock("carol@x", stale_s=60))["holder"] == "carol@x"
+        with pytest.raises(LockHeld) as err:
+            await store.acquire_lock("carol@x", stale_s=60, break_stale=data)
+        assert not err.value.breakable and "bob@desk" in str(err.value)
+        # holder's session gone and older than the bound: stale, broken only when confirmed
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        data["session_pid"] = gone.pid
+        path.write_text(json.dumps(data))
+        with pytest.raises(LockHeld) as err:
+            await store.acquire_lock("carol@x", stale_s=60)
+        assert err.value.breakable and "bob@desk" in str(err.value)
+        assert json.loads(path.read_text())["holder"] == "bob@desk"  # nothing taken silently
+        assert (await store.acquire_lock("carol@x", stale_s=60, break_stale=err.value.lock))["holder"] == "carol@x"
 
 
 async def test_nul_byte_refused(node_home):

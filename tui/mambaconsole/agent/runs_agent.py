@@ -16,7 +16,8 @@ The store is ``$MAMBACONSOLE_HOME`` (request ``home``, else the env var, else
                                "created", "node", "launched_by", "adopted", "log_path"
     runs/<run-id>/log          every byte the server wrote (adopted: pane scrollback + what follows)
     runs/<run-id>/wrapper.py   the wrapper tmux runs (run_wrapper.py)
-    relaunch.lock              {"holder": "user@host", "pid": int, "since": float, "token": str}
+    relaunch.lock              {"holder": "user@host", "pid": int, "since": float, "token": str,
+                                "session_pid": int, "session_start_ticks": int, "session_kind": str}
 
 Run ids are ``YYYYmmdd-HHMMSS-xxxx`` (UTC on the node, then 4 random hex digits): they sort by
 start time.
@@ -33,8 +34,12 @@ Ops and their results:
 ``stop`` {run_id, int_s, term_s, kill_s} -> run record after the server ended. Signals only a
     pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv and whose start
     time matches: SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
-``lock`` {holder, pid, stale_s} -> {"acquired": bool, "lock": {...}} (the holder's lock when not
-    acquired; a lock older than stale_s seconds is taken over). ``unlock`` {token} -> bool.
+``lock`` {holder, pid, stale_s, break_since} -> {"acquired": bool, "lock": {...}}: when not
+    acquired, the holder's lock with ``holder_alive`` (its console's session process on the node
+    still runs: the SSH connection's sshd process, or the local console), ``age_s`` and
+    ``stale`` (holder gone and older than stale_s). A stale lock is taken over only when
+    ``break_since`` equals its ``since`` (an explicit confirmation), never silently.
+    ``unlock`` {token} -> bool.
 
 A run record is status.json plus ``"run_id"``, ``"argv"``, ``"run_dir"``, ``"alive"`` (bool) and
 ``"state"``: ``starting``, ``running``, ``exiting`` (the server is gone, its wrapper is recording
@@ -494,13 +499,55 @@ def op_stop(req):
     return out
 
 
+def _session():
+    """The process whose life is the requesting console's session: the nearest ``sshd``
+    ancestor (the SSH connection's session process: it ends when the connection does), else the
+    agent's parent (a console on this machine). Returns (pid, start_ticks, kind)."""
+    first = os.getppid()
+    pid = first
+    for _ in range(32):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                comm = f.read().strip()
+        except OSError:
+            break
+        st = _stat(pid)
+        if comm.startswith("sshd"):
+            return pid, st[1] if st else None, "ssh"
+        if st is None or st[0] <= 1:
+            break
+        pid = st[0]
+    st = _stat(first)
+    return first, st[1] if st else None, "process"
+
+
+def _lock_view(cur, path, stale_s):
+    """The lock as another console sees it: no token; ``holder_alive`` (its session process still
+    runs), ``age_s``, and ``stale`` (holder gone and older than stale_s: breakable, with
+    confirmation)."""
+    view = dict(cur)
+    view.pop("token", None)
+    view["path"] = path
+    sp = cur.get("session_pid")
+    alive = _alive(sp, cur.get("session_start_ticks")) if sp else False
+    age = time.time() - float(cur.get("since", 0))
+    view.update(holder_alive=alive, age_s=age, stale_after_s=stale_s, stale=(not alive and age >= stale_s))
+    return view
+
+
 def op_lock(req):
+    """Atomic (O_EXCL) lock file. A held lock is never taken silently: when its holder's session
+    is gone and it is older than ``stale_s`` it is reported ``stale``, and only a request with
+    ``break_since`` equal to that lock's ``since`` (the user confirmed breaking exactly that lock)
+    takes it over, after checking it is still stale."""
     home = _home(req)
     os.makedirs(home, exist_ok=True)
     path = os.path.join(home, "relaunch.lock")
     stale_s = float(req.get("stale_s", 900))
+    spid, sticks, skind = _session()
     data = {"holder": req.get("holder") or "unknown", "pid": req.get("pid"), "since": time.time(),
-            "token": os.urandom(8).hex(), "node_pid": os.getpid()}
+            "token": os.urandom(8).hex(), "node_pid": os.getpid(), "session_pid": spid,
+            "session_start_ticks": sticks, "session_kind": skind}
     for _ in range(3):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -509,15 +556,19 @@ def op_lock(req):
             if cur is None:  # being written right now, or garbage
                 time.sleep(0.05)
                 cur = _read_json(path, None)
-            if cur is not None and time.time() - float(cur.get("since", 0)) < stale_s:
-                cur.pop("token", None)
-                cur["path"] = path
-                return {"acquired": False, "lock": cur}
-            # stale (or unreadable for good): take it over atomically by renaming it away
+            if cur is None:
+                cur = {"holder": "unknown (unreadable lock file)", "since": os.stat(path).st_mtime}
+            view = _lock_view(cur, path, stale_s)
+            confirmed = req.get("break_since") is not None and \
+                float(req["break_since"]) == float(cur.get("since", -1))
+            if not (view["stale"] and confirmed):
+                return {"acquired": False, "lock": view}
+            # confirmed and still stale: move it aside atomically, keep it for the record
             try:
-                os.rename(path, path + ".stale")
+                os.rename(path, path + ".broken")
             except FileNotFoundError:
                 pass
+            data["broke"] = {k: cur.get(k) for k in ("holder", "pid", "since")}
             continue
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)

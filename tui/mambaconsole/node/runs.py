@@ -42,17 +42,34 @@ class RunError(ConsoleError):
 
 
 class LockHeld(ConsoleError):
-    """Another console holds the node's relaunch lock."""
+    """Another console holds the node's relaunch lock. ``lock``: the holder's lock as the node
+    reports it (holder, pid, since, holder_alive, age_s, stale); ``breakable``: the holder's
+    session is gone and the lock is older than the bound, so it may be broken, with the user's
+    explicit confirmation (:meth:`RunStore.acquire_lock` ``break_stale=``)."""
 
     def __init__(self, lock: Mapping, node: str) -> None:
-        self.lock = dict(lock)
-        since = lock.get("since")
         import time
 
-        age = f"{time.time() - float(since):.0f} s ago" if since else "at an unknown time"
+        self.lock = dict(lock)
+        since = lock.get("since")
+        if since:
+            when = time.strftime("%H:%M:%S", time.localtime(float(since)))
+            age = f"since {when}, {max(0.0, time.time() - float(since)):.0f} s ago"
+        else:
+            age = "since an unknown time"
+        if self.breakable:
+            tail = "its session is gone: it can be broken, with confirmation"
+        elif lock.get("holder_alive") is False:
+            left = float(lock.get("stale_after_s") or 0) - float(lock.get("age_s") or 0)
+            tail = f"its session is gone; it can be broken in {max(0.0, left):.0f} s"
+        else:
+            tail = "wait for it to finish"
         super().__init__(
-            f"{node}: relaunch lock held by {lock.get('holder', 'unknown')} (pid {lock.get('pid')}, "
-            f"since {age}); wait for it, or remove {lock.get('path', 'relaunch.lock')} if that console is gone")
+            f"{node}: relaunch lock held by {lock.get('holder', 'unknown')} (pid {lock.get('pid')}, {age}); {tail}")
+
+    @property
+    def breakable(self) -> bool:
+        return bool(self.lock.get("stale"))
 
 
 @dataclass(frozen=True)
@@ -187,11 +204,17 @@ class RunStore:
                                timeout=int_s + term_s + kill_s + 30)
         return Run.from_record(rec)
 
-    async def acquire_lock(self, holder: str | None = None, *, stale_s: float = 900.0) -> dict:
+    async def acquire_lock(self, holder: str | None = None, *, stale_s: float = 900.0,
+                           break_stale: Mapping | None = None) -> dict:
         """Take the node's relaunch lock; returns the lock (keep it for :meth:`release_lock`).
-        Raises LockHeld naming the holder when another console has it."""
-        res = await self._call("lock", {"holder": holder or console_identity(), "pid": os.getpid(),
-                                        "stale_s": stale_s})
+        Raises LockHeld naming the holder and since when while another console has it. A lock
+        whose holder's session is gone and that is older than ``stale_s`` seconds is only
+        taken over when ``break_stale`` is that very lock (``LockHeld.lock``, which the user
+        confirmed breaking) and it is still stale; never silently."""
+        req = {"holder": holder or console_identity(), "pid": os.getpid(), "stale_s": stale_s}
+        if break_stale is not None and break_stale.get("since") is not None:
+            req["break_since"] = break_stale["since"]
+        res = await self._call("lock", req)
         if not res["acquired"]:
             raise LockHeld(res["lock"], self.node.name)
         return res["lock"]

@@ -457,14 +457,18 @@ class ConsoleApp(App[int]):
                          lambda ok: self.stop_run(run) if ok else None)
 
     @work(exclusive=True, group="relaunch", exit_on_error=False)
-    async def relaunch_loop(self, argv: list[str]) -> None:
+    async def relaunch_loop(self, argv: list[str], break_stale: dict | None = None) -> None:
+        from mambaconsole.node.runs import LockHeld
         from mambaconsole.ui import relaunch
 
         self.relaunching = True
         try:
             run_id = await relaunch.relaunch(self.feed, self.state.run, argv,
-                                             lambda name, text: self.post_message(M.Fed(Phase(name, text))))
+                                             lambda name, text: self.post_message(M.Fed(Phase(name, text))),
+                                             break_stale=break_stale)
             self.post_message(M.RelaunchDone(run_id))
+        except LockHeld as exc:
+            self.post_message(M.RelaunchDone(None, str(exc), lock=exc.lock, argv=list(argv)))
         except Exception as exc:
             self.post_message(M.RelaunchDone(None, str(exc) if isinstance(exc, ConsoleError) else f"{type(exc).__name__}: {exc}"))
         finally:
@@ -484,9 +488,18 @@ class ConsoleApp(App[int]):
     def _relaunched(self, msg: M.RelaunchDone) -> None:
         if msg.error:
             self.state.apply(Phase("failed", ""))
+            self.state.notice = f"relaunch refused: {msg.error}"
             self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10)
+            lock = msg.lock or {}
+            if lock.get("stale") and msg.argv and not self.read_only:
+                # the holder's session is gone: offer to break it, never silently
+                self.push_screen(ConfirmScreen(
+                    f"Break the stale relaunch lock of {lock.get('holder', 'unknown')}?",
+                    f"{msg.error}\nBreaking it takes the lock over and relaunches.", "Break and relaunch"),
+                    lambda ok, a=list(msg.argv), lk=dict(lock): self.relaunch_loop(a, lk) if ok else None)
         else:
             self._following_run = msg.run_id
+            self.state.notice = None
             self.notify(f"started run {msg.run_id}", timeout=4)
         self.refresh_panes({"header"})
         self.poll_runs()

@@ -41,12 +41,17 @@ class PreflightDone(Message):
 
 
 class RelaunchDone(Message):
-    """The relaunch loop ended: ``run_id`` of the new run, or ``error`` (one line)."""
+    """The relaunch loop ended: ``run_id`` of the new run, or ``error`` (one line); ``lock``:
+    the other console's relaunch lock when that was the reason (``stale``: breakable); ``argv``
+    what was to be launched (to retry after breaking a stale lock)."""
 
-    def __init__(self, run_id: str | None, error: str | None = None) -> None:
+    def __init__(self, run_id: str | None, error: str | None = None, lock: dict | None = None,
+                 argv: list[str] | None = None) -> None:
         super().__init__()
         self.run_id = run_id
         self.error = error
+        self.lock = lock
+        self.argv = argv
 
 
 class SourceRead(Message):

@@ -49,16 +49,27 @@ async def wait_gpu_free(feed, pids: set[int], phase: Phase, timeout: float = GPU
     raise ConsoleError(f"the old server's processes still hold GPU memory after {timeout:.0f} s; not starting")
 
 
-async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase) -> str:
+async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase, *, break_stale=None) -> str:
     """Stop ``old`` (when running) and start ``argv`` as a new run; returns the new run id.
-    Raises :class:`mambaconsole.node.runs.LockHeld` (naming the holder) when another console
-    is relaunching; nothing is stopped then."""
+    Raises :class:`mambaconsole.node.runs.LockHeld` (naming the holder and since when) when
+    another console is relaunching, and ConsoleError when the link to the node is down or
+    ``old`` was already replaced by another console (its pair pressed relaunch too): nothing is
+    stopped or started then, so two consoles relaunching together make exactly one new run.
+    ``break_stale``: the stale lock (``LockHeld.lock``) the user confirmed breaking."""
     link = getattr(feed, "link", None)
     if link is not None:
         link.require_up("relaunch")  # never act on stale data
     phase("lock", "taking the node's relaunch lock")
-    lock = await feed.store.acquire_lock()
+    lock = await feed.store.acquire_lock(break_stale=break_stale)
     try:
+        if old is not None:
+            # under the lock, re-read the node: act only if `old` is still the current run
+            listed = await feed.runs()
+            if listed.current is not None and listed.current != old.run_id:
+                cur = next((r for r in listed.runs if r.run_id == listed.current), None)
+                who = f" by {cur.launched_by}" if cur is not None and cur.launched_by else ""
+                raise ConsoleError(f"run {old.run_id} was already replaced by run {listed.current} "
+                                   f"(launched{who}); not relaunching again")
         if old is not None and old.state not in ("exited", "dead", "never_started"):
             await stop(feed, old, phase)
             await wait_gpu_free(feed, set(old.pids) | ({old.pid} if old.pid else set()), phase)
