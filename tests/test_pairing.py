@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -334,3 +335,40 @@ async def test_stale_lock_breaks_only_with_confirmation(ssh_home, tmp_path):
     assert mine["holder"] == "bob@desk" and mine["broke"]["holder"] == "alice@laptop"
     assert await store.release_lock(mine)
     await other.close()
+
+
+async def test_console_breaks_a_stale_lock_only_after_confirming(node_home, tmp_path, no_config):
+    """A lock left by a console whose session is gone, an hour old: relaunch is refused and
+    the console asks; answering no leaves the lock, answering yes breaks it and relaunches."""
+    import subprocess
+
+    async with LocalNode() as node:
+        store = RunStore(node)
+        first = await store.start([sys.executable, _script(tmp_path, "quiet.py", QUIET)])
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        lock_file = node_home / "relaunch.lock"
+        lock_file.write_text(json.dumps({"holder": "carol@old-laptop", "pid": 4242, "since": time.time() - 3600,
+                                         "token": "t", "session_pid": gone.pid}))
+        app = _console(node)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == first.run_id)
+            for answer in ("n", "y"):
+                await pilot.press("R")
+                await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+                await pilot.press("y")  # relaunch: yes
+                await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen"
+                                 and "stale relaunch lock" in str(app.screen.question), what="the break question")
+                assert "carol@old-laptop" in app.screen.question
+                await pilot.press(answer)
+                if answer == "n":
+                    await pilot.pause(0.5)
+                    assert json.loads(lock_file.read_text())["holder"] == "carol@old-laptop"
+                    assert [r.run_id for r in await store.list(adopt=False) if not r.adopted] == [first.run_id]
+            await wait_until(pilot, lambda: app.state.run and app.state.run.run_id != first.run_id, timeout=40,
+                             what="the new run")
+            await wait_until(pilot, lambda: not app.relaunching, what="the relaunch to finish")
+        assert not lock_file.exists()  # released after the relaunch
+        new_id = app.state.run.run_id
+        assert [r.run_id for r in await store.list(adopt=False) if not r.adopted] == [first.run_id, new_id]
+        await store.stop(new_id, int_s=5)

@@ -260,7 +260,7 @@ class ConsoleApp(App[int]):
             self.poll_runs()  # re-read the node before anything acts on it (a pair may have relaunched)
         run = self.state.run
         if prev_run is not None and run is not None and prev_run.run_id != run.run_id \
-                and run.run_id != self._following_run:
+                and run.run_id != self._following_run and not self.relaunching:
             who = f" by {run.launched_by}" if run.launched_by else ""
             note = (f"run changed: now following run {run.run_id} (started{who}); "
                     f"run {prev_run.run_id} is no longer current")
