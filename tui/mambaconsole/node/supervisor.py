@@ -237,10 +237,10 @@ class Supervisor:
                 await self.wait_up()
                 resumed = True
             got_any = False
+            agent = agent_record_batches(self.node, python=python, follow=path, run_id=run_id, home=home,
+                                         offset=pos, interval=0.0, gpu="none", max_line=max_line)
             try:
-                async for recs in agent_record_batches(self.node, python=python, follow=path, run_id=run_id,
-                                                       home=home, offset=pos, interval=0.0, gpu="none",
-                                                       max_line=max_line):
+                async for recs in agent:
                     lines: list[LogLine] = []
                     reset = None
                     run = None
@@ -269,6 +269,8 @@ class Supervisor:
                     failures = 0 if got_any else failures + 1
                     if failures >= 3:
                         raise
+            finally:
+                await agent.aclose()  # stop the agent now, whatever ended the loop (no dangling stream)
             # the agent ended: the connection went, or the agent died; go again from `pos`
             self.check()
             resumed = True
