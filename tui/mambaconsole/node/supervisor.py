@@ -154,8 +154,11 @@ class Supervisor:
         """Wait until the link is up (at most ``timeout`` seconds); returns whether it is."""
         if self.status.up:
             return True
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._up.wait(), timeout)
+        waiter = asyncio.ensure_future(self._up.wait())
+        try:
+            await asyncio.wait({waiter}, timeout=timeout)
+        finally:
+            waiter.cancel()
         return self.status.up
 
     def require_up(self, what: str = "act") -> None:
@@ -172,8 +175,7 @@ class Supervisor:
                     self._down("connection lost")
                     continue
                 self._wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.check_s)
+                await self._nap(self.check_s)
                 continue
             await self._reconnect_once()
 
@@ -201,9 +203,17 @@ class Supervisor:
         self._set(LinkStatus(False, st.since, (detail or st.detail).splitlines()[0] if (detail or st.detail) else "",
                              attempts, self.clock() + delay))
         self._wake.clear()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), delay)
+        await self._nap(delay)
         self._set(LinkStatus(False, st.since, self.status.detail, attempts, None))
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep ``seconds`` or until woken by :meth:`check`. (asyncio.wait, not wait_for: on
+        Python < 3.12 wait_for can swallow a cancellation that races its timeout.)"""
+        waiter = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({waiter}, timeout=seconds)
+        finally:
+            waiter.cancel()
 
     async def close(self) -> None:
         self._closed = True
