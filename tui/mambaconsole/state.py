@@ -22,6 +22,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
+
 #: lines kept in memory for the log pane, whatever the log size
 LOG_KEEP = 5000
 #: GPU used-memory samples kept per GPU for the history sparkline
@@ -30,9 +32,10 @@ GPU_HISTORY = 120
 SPEC_KEEP = 600
 #: a live server's log that has not grown for this many seconds is flagged "log silent"
 LOG_SILENT_S = 300.0
-#: accept length at or under this, for COLLAPSE_RUN decode lines in a row, raises the alarm
-COLLAPSE_LEN = 1.05
-COLLAPSE_RUN = 5
+# the collapse alarm is SGLang knowledge's: accept length at 1.00 for the last
+# COLLAPSE_RUN speculative decode lines
+COLLAPSE_LEN = COLLAPSE_ACCEPT_LEN
+COLLAPSE_RUN = COLLAPSE_BATCHES
 
 SOURCES = ("default", "cli", "config", "env", "derived", "overridden")
 

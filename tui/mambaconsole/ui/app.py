@@ -46,7 +46,8 @@ BACKOFF_CAP = 30.0
 
 class ConsoleApp(App[int]):
     """``mambaconsole HOST``. ``feed`` talks to the node; ``clock`` is frozen in snapshot tests;
-    ``on_quit`` runs (awaited) when the app exits (the demo stops its processes there)."""
+    ``prepare`` (a coroutine function) runs before the first poll (the demo starts its first run
+    there); ``on_quit`` runs (awaited) when the app exits (the demo stops its processes there)."""
 
     TITLE = "mambaconsole"
     CSS_PATH = "app.tcss"
@@ -74,7 +75,7 @@ class ConsoleApp(App[int]):
 
     def __init__(self, feed: Feed, *, read_only: bool = False, clock: Callable[[], float] = time.time,
                  poll_s: float = 2.0, theme: str | None = None, screenshot_dir: str | None = None,
-                 on_quit=None, start_workers: bool = True) -> None:
+                 on_quit=None, prepare=None, start_workers: bool = True) -> None:
         super().__init__()
         self.feed = feed
         self.read_only = read_only
@@ -84,17 +85,19 @@ class ConsoleApp(App[int]):
         self.state.simulated = feed.simulated
         self.screenshot_dir = screenshot_dir or os.getcwd()
         self.on_quit_hook = on_quit
+        self.prepare_hook = prepare
         self.start_workers = start_workers
         self._wanted_theme = theme
         self._themes: list[str] = []
         self._fails: dict[str, int] = {}
         self._tail_run: str | None = None
         self._resolved_for: tuple | None = None
-        self._args_cols = 2  # args : log = _args_cols : 5 - _args_cols
+        self._args_cols = 5  # args : log = _args_cols : 10 - _args_cols
         self._top_rows = 13
         self.relaunching = False
         self._idle_offset = -1
         self._following_run: str | None = None
+        self._summaries: dict[str, dict] = {}
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -129,10 +132,7 @@ class ConsoleApp(App[int]):
         self.refresh_panes({"header", "gpu", "spec", "args", "log"})
         self.set_interval(1.0, self._tick)
         if self.start_workers:
-            self.watch_link()
-            self.load_facts()
-            self.poll_runs()
-            self.poll_gpu()
+            self.start_feeds()
         self.query_one("#log-view").focus()
 
     @property
@@ -141,7 +141,7 @@ class ConsoleApp(App[int]):
 
     def _apply_sizes(self) -> None:
         g = self.main_screen.query_one("#panes", Grid)
-        g.styles.grid_columns = f"{self._args_cols}fr {5 - self._args_cols}fr"
+        g.styles.grid_columns = f"{self._args_cols}fr {10 - self._args_cols}fr"
         g.styles.grid_rows = f"{self._top_rows} 1fr"
 
     def _tick(self) -> None:
@@ -154,31 +154,34 @@ class ConsoleApp(App[int]):
         self.bar.refresh_from(self.state)
 
     def refresh_panes(self, changed: Iterable[str]) -> None:
-        try:
-            self._refresh_panes(set(changed))
-        except NoMatches:
-            if self.is_running and not self._exit:
-                raise  # a real bug; while the app shuts down, panes are already gone
-
-    def _refresh_panes(self, changed: set[str]) -> None:
-        if "header" in changed:
-            self.bar.refresh_from(self.state)
-        if "gpu" in changed:
-            self.gpu_pane.refresh_from(self.state)
-        if "spec" in changed:
-            self.spec_pane.refresh_from(self.state)
-        if "args" in changed:
-            self.args_pane.refresh_from(self.state)
-        if "log" in changed:
-            self.log_pane.refresh_from(self.state)
+        changed = set(changed)
+        for name, pane in (("header", self.bar), ("gpu", self.gpu_pane), ("spec", self.spec_pane),
+                           ("args", self.args_pane), ("log", self.log_pane)):
+            if name in changed:
+                try:
+                    pane.refresh_from(self.state)
+                except NoMatches:  # the pane's children are not mounted yet: the next event redraws it
+                    pass
 
     def watch_theme(self, theme: str) -> None:
-        if self.is_mounted:
+        if self.is_mounted and hasattr(self, "bar"):
             self.call_later(self.refresh_panes, {"header", "gpu", "spec", "args", "log"})
 
     # ----------------------------------------------------------------- workers
     def _lost(self, poll: str, exc: BaseException) -> None:
         self.post_message(M.PollFailed(poll, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ConsoleError) else str(exc)))
+
+    @work(exclusive=True, group="start", exit_on_error=False)
+    async def start_feeds(self) -> None:
+        if self.prepare_hook is not None:
+            try:
+                await self.prepare_hook()
+            except Exception as exc:
+                self.notify(f"could not start: {exc}", severity="error", timeout=15)
+        self.watch_link()
+        self.load_facts()
+        self.poll_runs()
+        self.poll_gpu()
 
     @work(exclusive=True, group="facts", exit_on_error=False)
     async def load_facts(self) -> None:
@@ -278,6 +281,11 @@ class ConsoleApp(App[int]):
         self._arm(msg.poll)
 
     def _follow(self, run: RunInfo) -> None:
+        if self.feed.is_sim and not self.state.sglang_version:
+            from mambaconsole.state import NodeFacts
+            from mambaconsole.ui.feed import flag_value
+
+            self.state.apply(NodeFacts(self.state.host, flag_value(run.argv, "--sim-version"), simulated=True))
         if self.state.log_run_id not in (None, run.run_id) and self._tail_run is not None:
             return  # the user picked an older run's log
         if run.log_path and self._tail_run != run.run_id and self.start_workers:
@@ -372,7 +380,7 @@ class ConsoleApp(App[int]):
             self.query_one(f"#{which}").focus()
 
     def action_resize(self, step: int) -> None:
-        self._args_cols = max(1, min(4, self._args_cols + step))
+        self._args_cols = max(2, min(8, self._args_cols + step))
         self._apply_sizes()
 
     def action_resize_top(self, step: int) -> None:
@@ -381,7 +389,8 @@ class ConsoleApp(App[int]):
 
     def action_history(self) -> None:
         self.push_screen(HistoryScreen(self.state.runs, self.state.host,
-                                       self.state.run.run_id if self.state.run else None))
+                                       self.state.run.run_id if self.state.run else None,
+                                       feed=self.feed if self.start_workers else None, cache=self._summaries))
 
     def action_pick_run(self) -> None:
         def picked(run_id: str | None) -> None:

@@ -24,10 +24,9 @@ def source_style(source: str, colors: dict[str, str]) -> str:
     }.get(source, "")
 
 
-def _show(v) -> str:
-    if isinstance(v, str):
-        return v
-    return repr(v)
+def _show(v, limit: int = 200) -> str:
+    text = v if isinstance(v, str) else repr(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def visible_rows(rows: list[ArgRow], mode: str, query: str) -> list[ArgRow]:
@@ -74,7 +73,10 @@ class ArgsPane(Vertical, can_focus=False):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search flags and values (Enter: keep, Esc: clear)", id="args-search")
         t = DataTable(id="args-table", cursor_type="row", zebra_stripes=False)
-        t.add_columns("flag", "value", "source", "changed by")
+        t.add_column("flag", width=28, key="flag")
+        t.add_column("value", width=14, key="value")
+        t.add_column("source", width=10, key="source")
+        t.add_column("changed by", width=40, key="by")
         yield t
         yield Static("", id="args-note")
 

@@ -77,9 +77,15 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen #ed-title { height: 1; padding: 0 1; background: $panel; }
     EditorScreen #ed-form { height: 1fr; }
     EditorScreen .row { height: auto; margin: 0 1; }
-    EditorScreen .row Label { width: 36; padding-top: 1; }
-    EditorScreen .row Input, EditorScreen .row Select { width: 1fr; }
-    EditorScreen .help { color: $text-muted; margin: 0 1 0 38; height: auto; }
+    EditorScreen .row Label { width: 40; }
+    EditorScreen .row Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
+    EditorScreen .row Input:focus { background: $primary 30%; }
+    EditorScreen .row Input.-invalid { background: $error 30%; }
+    EditorScreen .row Select { width: 1fr; }
+    EditorScreen .row Select > SelectCurrent { border: none; height: 1; padding: 0 1; background: $boost; }
+    EditorScreen .row Select:focus > SelectCurrent { background: $primary 30%; }
+    EditorScreen .row Switch { border: none; height: 1; padding: 0; }
+    EditorScreen .help { color: $text-muted; margin: 0 1 0 42; height: 1; }
     EditorScreen #ed-diff { height: auto; max-height: 6; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-verdict { height: auto; max-height: 10; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-buttons { height: 3; padding: 0 1; }
@@ -118,7 +124,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     @work(exclusive=True, group="params", exit_on_error=False)
     async def _load_params(self) -> None:
         try:
-            self.post_message(M.ParamsRead(await self.feed.params()))
+            self.post_message(M.ParamsRead(await self.feed.params(self.args)))
         except Exception as exc:
             self.post_message(M.ParamsRead(None, str(exc)))
 
@@ -132,16 +138,17 @@ class EditorScreen(ModalScreen[list[str] | None]):
             await form.mount(Input(shlex.join(self.args), id="f-raw", validators=[NoControl()]))
             self._refresh_diff()
             return
-        self.params = [p for p in msg.params if wanted(p)]
+        self.params = sorted((p for p in msg.params if wanted(p)),
+                             key=lambda p: (0 if "mamba" in _flag(p) else 1 if _flag(p) in EXTRA else 2, _flag(p)))
         rows = []
         for p in self.params:
             flag = _flag(p)
             cur = self.current.get(flag)
             given = flag in self.current
-            label = Label(flag)
+            label = Label(Text(flag, style="bold" if given else ""))
             if p.get("choices"):
                 opts = [(str(c), str(c)) for c in p["choices"]]
-                w = Select(opts, value=str(cur) if given and cur is not None else Select.BLANK,
+                w = Select(opts, value=str(cur) if given and cur is not None else Select.NULL,
                            prompt=f"(not given: default {p.get('default')!r})", id=_fid(flag), allow_blank=True)
             elif _is_switch(p):
                 w = Switch(value=given, id=_fid(flag))
@@ -158,7 +165,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
             rows.append(Horizontal(label, w, classes="row"))
             help_text = (p.get("help") or "").strip()
             if help_text:
-                rows.append(Static(Text(help_text[:300]), classes="help"))
+                rows.append(Static(Text(help_text, no_wrap=True, overflow="ellipsis"), classes="help"))
         if not rows:
             rows.append(Static("the node's parser has no Mamba options"))
         await form.mount_all(rows)
@@ -173,7 +180,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
             return w.value, None
         if isinstance(w, Select):
             v = w.value
-            return (False, None) if v is Select.BLANK or v is None else (True, str(v))
+            return (False, None) if v is Select.NULL or v is None else (True, str(v))
         assert isinstance(w, Input)
         return (w.value != "", w.value if w.value != "" else None)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import time
 from collections.abc import AsyncIterator, Callable
@@ -58,6 +59,15 @@ def run_info(run: Run) -> RunInfo:
     )
 
 
+def _log_time(text: str) -> float:
+    """Seconds since the epoch (as if UTC) of an SGLang envelope timestamp; only differences
+    of two such values are meaningful."""
+    import datetime as _dt
+
+    fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in text else "%Y-%m-%d %H:%M:%S"
+    return _dt.datetime.strptime(text, fmt).replace(tzinfo=_dt.timezone.utc).timestamp()
+
+
 def flag_value(argv, flag: str) -> str | None:
     for i, a in enumerate(argv):
         if a == flag and i + 1 < len(argv):
@@ -76,7 +86,8 @@ class Feed:
 
     def __init__(self, node: Node, settings: HostSettings, *, home: str = "",
                  simulated: bool = False, clock: Callable[[], float] = time.time,
-                 agent_python: str = "python3", adopt: bool = True) -> None:
+                 agent_python: str = "python3", adopt: bool = True,
+                 sim_gpu_file: str | None = None) -> None:
         self.node = node
         self.settings = settings
         self.home = home
@@ -84,6 +95,7 @@ class Feed:
         self.clock = clock
         self.adopt = adopt
         self.agent_python = agent_python
+        self.sim_gpu_file = sim_gpu_file
         self.store = RunStore(node, python=agent_python, home=home or None)
         #: owns the connection: its status is what the header shows; streams resume through it
         self.link = Supervisor(node, clock=clock)
@@ -136,8 +148,44 @@ class Feed:
         finally:
             await stream.aclose()
 
+    async def run_summary(self, run: RunInfo, max_bytes: int = 8 << 20) -> dict:
+        """What a run's log says, for the history: ``outcome`` (sglang.summary's words),
+        ``time_to_ready`` (seconds from the log's first timestamp to the ready line),
+        ``peak_gb`` (the memory budget the log reported: weights + KV + Mamba + graphs, GB as
+        SGLang prints it), ``mean_accept_len``. Reads at most ``max_bytes`` of the log
+        (its head and its tail when longer)."""
+        from mambaconsole.sglang.events import LogParser, ServerReady
+        from mambaconsole.sglang.summary import summarize
+
+        half = max_bytes // 2
+        r = await self.node.run(["sh", "-c", 'f="$1"; n=$(wc -c < "$f"); if [ "$n" -le "$2" ]; then cat "$f"; '
+                                 'else head -c "$3" "$f"; printf "\\n"; tail -c "$3" "$f"; fi',
+                                 "sh", run.log_path, str(max_bytes), str(half)], timeout=60)
+        if not r.ok:
+            return {"outcome": run.outcome or "unknown", "time_to_ready": None, "peak_gb": None, "mean_accept_len": None}
+        parser = LogParser()
+        events = []
+        for line in r.out.splitlines():
+            events.extend(parser.feed(line))
+        events.extend(parser.flush())
+        s = summarize(events)
+        first = next((e.time for e in events if e.time), None)
+        ready = next((e.time for e in s.last.events if isinstance(e, ServerReady) and e.time), None)
+        ttr = None
+        if first and ready:
+            ttr = _log_time(ready) - _log_time(first)
+        mem = s.memory_gb()
+        parts = [mem.get(k) for k in ("weights", "kv_cache", "mamba_total", "cuda_graph")]
+        peak = round(sum(p for p in parts if p), 2) if any(parts) else None
+        return {"outcome": s.outcome, "time_to_ready": ttr, "peak_gb": peak, "mean_accept_len": s.spec.mean_accept_len,
+                "failure": (f"{s.failure.exception or ''}: {s.failure.message or ''}".strip(": ") if s.failure else None)}
+
     # ----------------------------------------------------------------- gpu
     async def gpu(self) -> GpuSnapshot:
+        """GPU memory (MiB), utilisation and processes: ``nvidia-smi`` on the node, or the
+        simulated node's GPU readings file (labelled simulated)."""
+        if self.sim_gpu_file:
+            return await self._sim_gpu()
         q = ["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,utilization.gpu",
              "--format=csv,noheader,nounits"]
         try:
@@ -164,6 +212,24 @@ class Feed:
                     procs.append(GpuProcess(0, int(parts[0]), float(parts[1] or 0), parts[3],
                                             resolved=parts[3] not in ("", "[Not Found]")))
         return GpuSnapshot(tuple(gpus), tuple(procs), t=now)
+
+    async def _sim_gpu(self) -> GpuSnapshot:
+        r = await self.node.run(["cat", self.sim_gpu_file], timeout=20)
+        now = self.clock()
+        if not r.ok:
+            return GpuSnapshot((), available=False, reason="simulated GPU: no readings yet", simulated=True, t=now)
+        try:
+            data = json.loads(r.out)
+        except ValueError:
+            return GpuSnapshot((), available=False, reason="simulated GPU: unreadable readings", simulated=True, t=now)
+        gpus, procs = [], []
+        for g in data.get("gpus", []):
+            idx = int(g.get("index", 0))
+            gpus.append(GpuReading(idx, str(g.get("name", "?")), float(g.get("memory_used_mib", 0)),
+                                   float(g.get("memory_total_mib", 0)), g.get("utilization_pct"), simulated=True, t=now))
+            for p in g.get("processes") or []:
+                procs.append(GpuProcess(idx, int(p.get("pid", 0)), float(p.get("used_mib", 0)), str(p.get("cmdline", ""))))
+        return GpuSnapshot(tuple(gpus), tuple(procs), simulated=True, t=now)
 
     # ----------------------------------------------------------------- http
     def port_of(self, run: RunInfo | None) -> int:
@@ -208,15 +274,38 @@ class Feed:
             return MetricsSnapshot({}, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 
     # ----------------------------------------------------------------- resolver
-    async def resolve(self, argv: list[str]) -> dict:
-        """The resolver's JSON (issue 4) for ``argv`` on the node."""
+    @property
+    def is_sim(self) -> bool:
+        """The node's "SGLang" is the simulated one (``python -m mambaconsole.sim``): its own
+        ``--sim-resolve`` / ``--sim-params`` answer in the resolver's JSON shapes."""
+        return self.settings.module == "mambaconsole.sim"
+
+    async def _sim_json(self, args: list[str]) -> Any:
+        r = await self.node.run([self.settings.python, "-m", "mambaconsole.sim", *args], timeout=60)
+        try:
+            return json.loads(r.out)
+        except ValueError:
+            raise ConsoleError(f"simulated resolver failed: {(r.err.strip().splitlines() or ['no output'])[-1]}") from None
+
+    async def resolve(self, args: list[str]) -> dict:
+        """The resolver's JSON (issue-4 shape) for the SGLang ``args`` on the node: the values
+        SGLang will use and who set them, or its error. Raises ConsoleError (one line) when the
+        resolver cannot run."""
+        if self.is_sim:
+            return await self._sim_json(["--sim-resolve", *args])
         try:
             from mambaconsole import resolver  # type: ignore[attr-defined]
         except ImportError:
             raise ConsoleError("the ServerArgs resolver is not available in this build") from None
-        return await resolver.resolve(self.node, list(argv), python=self.settings.python)  # pragma: no cover
+        return await resolver.resolve(self.node, list(args), python=self.settings.python)  # pragma: no cover
 
-    async def params(self) -> list[dict]:
+    async def params(self, args: list[str] | None = None) -> list[dict]:
+        """The node's SGLang parser options (option_strings, dest, default, choices, type,
+        nargs, help) for the editor form; ``args`` (the current run's) may name the simulated
+        version."""
+        if self.is_sim:
+            version = flag_value(args or [], "--sim-version")
+            return await self._sim_json(["--sim-params"] + (["--sim-version", version] if version else []))
         try:
             from mambaconsole import resolver  # type: ignore[attr-defined]
         except ImportError:

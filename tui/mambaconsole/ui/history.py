@@ -1,32 +1,53 @@
 """``h``: the run history kept on the node, newest first: per run the argv diff from the
-previous run, outcome, time to ready, peak GPU memory, mean accept length."""
+previous run, outcome, time to ready, peak GPU memory, mean accept length. What the run
+record does not hold is read from each run's log on the node (SGLang knowledge's
+``summarize``), in a worker, and filled in as it arrives."""
 
 from __future__ import annotations
 
 import time
 
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mambaconsole.state import RunInfo, fmt_duration
 from mambaconsole.ui.argv_diff import diff_text
 
+#: runs summarised from their logs at most (newest first)
+SUMMARISE = 30
+COLUMNS = ("run", "started", "outcome", "to ready", "peak GPU", "accept len", "argv change from previous run")
 
-def history_rows(runs: list[RunInfo], clock=time.time) -> list[tuple]:
+
+class Summarised(Message):
+    def __init__(self, run_id: str, summary: dict) -> None:
+        super().__init__()
+        self.run_id, self.summary = run_id, summary
+
+
+def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None) -> list[tuple]:
+    """One tuple of cell texts per run, newest first (``summaries``: run id -> run_summary())."""
+    summaries = summaries or {}
     rows = []
     prev = None
     for r in runs:
+        s = summaries.get(r.run_id, {})
         when = time.strftime("%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "?"
-        out = r.outcome or r.state
+        out = r.outcome or s.get("outcome") or r.state
+        if r.state in ("running", "starting", "adopted") and out in ("ready", "starting"):
+            out = f"{out} (live)"
         if r.exit_code is not None:
-            out += f" ({r.exit_code})"
+            out += f" exit {r.exit_code}"
+        ttr = r.time_to_ready if r.time_to_ready is not None else s.get("time_to_ready")
+        peak = f"{r.peak_mem_mib / 1024:.1f} GiB" if r.peak_mem_mib else (f"{s['peak_gb']:.1f} GB" if s.get("peak_gb") else "-")
+        acc = r.mean_accept_len or s.get("mean_accept_len")
         d = diff_text(prev.argv, r.argv) if prev is not None else "first run"
-        rows.append((r.run_id, when, out, fmt_duration(r.time_to_ready) if r.time_to_ready is not None else "-",
-                     f"{r.peak_mem_mib / 1024:.1f} GiB" if r.peak_mem_mib else "-",
-                     f"{r.mean_accept_len:.2f}" if r.mean_accept_len else "-", d))
+        rows.append((r.run_id, when, out, fmt_duration(ttr) if ttr is not None else "-", peak,
+                     f"{acc:.2f}" if acc else "-", d))
         prev = r
     return list(reversed(rows))
 
@@ -38,22 +59,56 @@ class HistoryScreen(Screen[None]):
     HistoryScreen DataTable { height: 1fr; }
     """
 
-    def __init__(self, runs: list[RunInfo], host: str, current: str | None) -> None:
+    def __init__(self, runs: list[RunInfo], host: str, current: str | None, feed=None,
+                 cache: dict[str, dict] | None = None) -> None:
         super().__init__()
-        self.runs, self.host, self.current = runs, host, current
+        self.runs, self.host, self.current, self.feed = runs, host, current, feed
+        self.cache = cache if cache is not None else {}
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("Run history", "bold"), f" on {self.host}: {len(self.runs)} runs, newest first"),
+        yield Static(Text.assemble(("Run history", "bold"), f"  on {self.host}: {len(self.runs)} runs, newest first"),
                      id="hist-title")
         t = DataTable(cursor_type="row", id="hist-table")
-        t.add_columns("run", "started", "outcome", "to ready", "peak GPU", "accept len", "argv change from previous run")
-        for row in history_rows(self.runs):
-            style = "bold" if row[0] == self.current else ""
-            outcome = row[2]
-            ostyle = "green" if outcome.startswith("ready") else ("red" if any(w in outcome for w in ("oom", "arg_error", "crash", "dead", "exited")) else "")
-            t.add_row(Text(row[0], style=style), row[1], Text(outcome, style=ostyle), *row[3:6], row[6])
+        for c in COLUMNS:
+            t.add_column(c, key=c)
         yield t
         yield Footer()
+
+    def on_mount(self) -> None:
+        self._fill()
+        if self.feed is not None:
+            todo = [r for r in reversed(self.runs) if r.run_id not in self.cache][:SUMMARISE]
+            if todo:
+                self._summarise(todo)
+
+    def _fill(self) -> None:
+        t = self.query_one(DataTable)
+        t.clear()
+        colors = self.app.theme_variables
+        for row in history_rows(self.runs, self.cache):
+            outcome = row[2]
+            ostyle = colors.get("success", "green") if outcome.startswith("ready") else (
+                colors.get("error", "red") if any(w in outcome for w in ("oom", "arg_error", "crash", "dead", "lost")) else "")
+            t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), row[1], Text(outcome, style=ostyle),
+                      *row[3:6], row[6], key=row[0])
+
+    @work(exclusive=True, group="history", exit_on_error=False)
+    async def _summarise(self, runs: list[RunInfo]) -> None:
+        for r in runs:
+            try:
+                s = await self.feed.run_summary(r)
+            except Exception:  # noqa: BLE001 - a run whose log cannot be read keeps its dashes
+                continue
+            self.post_message(Summarised(r.run_id, s))
+
+    @on(Summarised)
+    def _summarised(self, msg: Summarised) -> None:
+        run = next((r for r in self.runs if r.run_id == msg.run_id), None)
+        if run is not None and run.state in ("exited", "dead"):
+            self.cache[msg.run_id] = msg.summary  # a finished run's log no longer changes
+        else:
+            self.cache = dict(self.cache, **{msg.run_id: msg.summary})
+        self._fill()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,20 +11,14 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
+from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.state import ConsoleState
 
 
 def rate_meaning(version: str | None) -> str:
-    """How the version's log defines accept rate (sglang-observables §2.4)."""
-    try:
-        parts = tuple(int(x) for x in (version or "").split(".")[:3])
-    except ValueError:
-        return ""
-    if parts >= (0, 5, 11):
-        return "drafts only"
-    if parts >= (0, 5, 9):
-        return "incl. bonus token"
-    return ""
+    """How the version's log defines accept rate (sglang-observables §2.4), for display."""
+    m = accept_rate_meaning(version)
+    return {DRAFTS_ONLY: "drafts only", WITH_BONUS: "incl. bonus token"}.get(m, "")
 
 
 class SpecPane(Vertical):
