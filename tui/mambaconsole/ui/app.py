@@ -98,6 +98,7 @@ class ConsoleApp(App[int]):
         self._idle_offset = -1
         self._following_run: str | None = None
         self._summaries: dict[str, dict] = {}
+        self._closing = False
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -252,6 +253,8 @@ class ConsoleApp(App[int]):
     # ----------------------------------------------------------------- handlers
     @on(M.Fed)
     def _fed(self, msg: M.Fed) -> None:
+        if self._closing:
+            return
         prev_run = self.state.run
         was_up = self.state.connected
         changed = self.state.apply(msg.event)
@@ -299,16 +302,18 @@ class ConsoleApp(App[int]):
 
     def _arm(self, poll: str | None) -> None:
         """Arm ``poll``'s next run now that its last one has been handled."""
-        if poll is None or not self.start_workers:
+        if poll is None or not self.start_workers or self._closing:
             return
         n = self._fails.get(poll, 0)
         delay = self.poll_s if n == 0 else min(BACKOFF_CAP, self.poll_s * 2 ** n)
         target = {"runs": self.poll_runs, "gpu": self.poll_gpu, "http": self.poll_http}.get(poll)
         if target is not None:
-            self.set_timer(delay, target)
+            self.set_timer(delay, lambda: None if self._closing else target())
 
     @on(M.PollFailed)
     def _poll_failed(self, msg: M.PollFailed) -> None:
+        if self._closing:
+            return
         self._fails[msg.poll] = self._fails.get(msg.poll, 0) + 1
         if msg.poll in ("runs", "gpu", "tail", "facts"):
             self.feed.link.check(msg.error)  # the supervisor decides whether the link is down
@@ -495,6 +500,8 @@ class ConsoleApp(App[int]):
 
     @on(M.RelaunchDone)
     def _relaunched(self, msg: M.RelaunchDone) -> None:
+        if self._closing:
+            return
         if msg.error:
             self.state.apply(Phase("failed", ""))
             self.state.notice = f"relaunch refused: {msg.error}"
@@ -536,6 +543,7 @@ class ConsoleApp(App[int]):
     async def on_unmount(self) -> None:
         """Stop our workers first (their node commands end with them), then the quit hook
         (closing the feed), each bounded so that quitting never hangs on a dead node."""
+        self._closing = True
         self.workers.cancel_all()
         pending = [w._task for w in self.workers if getattr(w, "_task", None) is not None]
         if pending:

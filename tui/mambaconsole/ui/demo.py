@@ -35,7 +35,8 @@ class Demo:
     """The demo's node, store and processes. ``home`` defaults to the user cache dir;
     ``speed`` is the sim's time scale (tests run it faster)."""
 
-    def __init__(self, home: Path | None = None, *, version: str = "0.5.11", speed: float = 1.0, seed: int = 0) -> None:
+    def __init__(self, home: Path | None = None, *, version: str = "0.5.11", speed: float = 1.0, seed: int = 0,
+                 extra_env: dict[str, str] | None = None) -> None:
         from mambaconsole.sim import demo as sim_demo
 
         self.sim = sim_demo
@@ -44,6 +45,7 @@ class Demo:
         self.env = sim_demo.demo_env(self.home)
         self.tmux_dir = self.home / "tmux"
         self.tmux_dir.mkdir(mode=0o700, exist_ok=True)
+        self.env.update(extra_env or {})
         self.env["TMUX_TMPDIR"] = str(self.tmux_dir)
         self.port = free_port()
         self.node: LocalNode | None = None
@@ -64,7 +66,7 @@ class Demo:
         self.apply_env()
         self.node = LocalNode("demo")
         settings = HostSettings(python=sys.executable, module="mambaconsole.sim", session=SESSION, port=self.port,
-                                poll_s=1.0)
+                                poll_s=1.0, env=self.run_env())
         self.feed = Feed(self.node, settings, home=str(self.home), simulated=True, adopt=False,
                          sim_gpu_file=self.env.get("MAMBACONSOLE_SIM_GPU"))
         return self.feed
@@ -76,8 +78,11 @@ class Demo:
         for run in await store.list(adopt=False):
             if run.alive:
                 await store.stop(run.run_id, int_s=5, term_s=3, kill_s=2)
-        env = {k: v for k, v in self.env.items() if k != "TMUX_TMPDIR"}
-        return (await store.start(self.first_argv(), env=env, session=SESSION)).run_id
+        return (await store.start(self.first_argv(), env=self.run_env(), session=SESSION)).run_id
+
+    def run_env(self) -> dict[str, str]:
+        """Environment of every demo run (first and relaunched): the GPU file, the home."""
+        return {k: v for k, v in self.env.items() if k != "TMUX_TMPDIR"}
 
     async def stop(self) -> None:
         """Stop every live demo run, then the demo's tmux server; close the feed."""

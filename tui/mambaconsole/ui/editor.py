@@ -193,7 +193,9 @@ class EditorScreen(ModalScreen[list[str] | None]):
         return bad
 
     def edited_args(self) -> list[str]:
-        """The SGLang args after the edit (each value one element; order kept, new flags last)."""
+        """The SGLang args after the edit. Untouched fields keep their text and place; an edited
+        flag keeps its place (and spelling); a new one is appended; each value is exactly one
+        argv element (``--flag=value`` when the value itself starts with ``-``)."""
         raw = self.query("#f-raw")
         if raw:
             return shlex.split(raw.first(Input).value)
@@ -201,31 +203,31 @@ class EditorScreen(ModalScreen[list[str] | None]):
         for p in self.params:
             flag = _flag(p)
             names = set(p.get("option_strings", []))
+            switch = _is_switch(p)
             given, value = self._value_of(p)
-            # drop every current occurrence (any alias, --flag=value form)
-            kept, i = [], 0
+            was_given = any(n in self.current for n in names)
+            was = next((self.current[n] for n in names if n in self.current), None)
+            if given == was_given and (switch or value == was):
+                continue  # untouched
+            res: list[str] = []
+            placed = False
+            i = 0
             while i < len(out):
                 a = out[i]
                 name = a.split("=", 1)[0]
                 if name in names:
-                    if "=" not in a and not _is_switch(p) and i + 1 < len(out) and not out[i + 1].startswith("--"):
+                    if "=" not in a and not switch and i + 1 < len(out) and not out[i + 1].startswith("--"):
                         i += 1
                     i += 1
+                    if given and not placed:
+                        res += _render(name, value)
+                        placed = True
                     continue
-                kept.append(a)
+                res.append(a)
                 i += 1
-            was_given = flag in self.current or any(n in self.current for n in names)
-            if given:
-                new = [flag] if value is None else [flag, value]
-                if was_given:
-                    # put it back where it was
-                    pos = next((j for j, a in enumerate(self.args) if a.split("=", 1)[0] in names), None)
-                    before = [a for a in self.args[:pos]] if pos is not None else []
-                    idx = _aligned_index(kept, before)
-                    kept[idx:idx] = new
-                else:
-                    kept += new
-            out = kept
+            if given and not placed:
+                res += _render(flag, value)
+            out = res
         return out
 
     def edited_argv(self) -> list[str]:
@@ -348,6 +350,14 @@ class EditorScreen(ModalScreen[list[str] | None]):
 
     def on_button_pressed(self, ev: Button.Pressed) -> None:
         {"ed-check": self.action_preflight, "ed-go": self.action_confirm, "ed-cancel": self.action_cancel}[ev.button.id]()
+
+
+def _render(flag: str, value: str | None) -> list[str]:
+    if value is None:
+        return [flag]
+    if value.startswith("-"):
+        return [f"{flag}={value}"]  # argparse would read "-x" as an option, not as the value
+    return [flag, value]
 
 
 def _aligned_index(kept: list[str], before: list[str]) -> int:

@@ -1,0 +1,164 @@
+"""The console on the simulated node (``mambaconsole --demo``'s set-up), driven by Pilot: the
+seed scenario's first failure, the pre-flight refusing an invalid edit without touching the
+running server, an edit + relaunch whose new run carries the edit, the history of both runs,
+hostile editor values. Expected values come from the sim's scenario (its docstrings and
+inputs: 96 GiB GPU, exit 137 OOM, 0.5.11's ValueError text) or its ground-truth file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from fixtures.console import wait_until
+from mambaconsole.sim import demo as sim_demo
+from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.ui.demo import Demo
+
+pytestmark = pytest.mark.timeout(240)
+
+SPEED = 20  # the sim's time scale: startup in well under a second
+
+
+@pytest.fixture
+def demo_home(monkeypatch, tmp_path):
+    base = Path(tempfile.mkdtemp(prefix="mc-demo-"))  # short: tmux socket paths are limited
+    for k in ("MAMBACONSOLE_HOME", "TMUX_TMPDIR", "MAMBACONSOLE_SIM_GPU_FILE", "MAMBACONSOLE_SIM_GPU", "TMUX"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(tmp_path / "config.toml"))
+    yield base
+    subprocess.run(["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(base / "tmux")},
+                   capture_output=True, timeout=10)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def demo_app(home: Path, truth: Path | None = None, **kw) -> tuple[Demo, ConsoleApp]:
+    demo = Demo(home, speed=SPEED, extra_env={"MAMBACONSOLE_SIM_TRUTH": str(truth)} if truth else None)
+    feed = demo.make_feed()
+    return demo, ConsoleApp(feed, poll_s=0.3, prepare=kw.pop("prepare", demo.start), on_quit=demo.stop, **kw)
+
+
+async def open_editor(pilot, app):
+    await pilot.press("e")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.params,
+                     what="the editor with the node's parser")
+    return app.screen
+
+
+async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
+    truth = tmp_path / "truth.json"
+    demo, app = demo_app(demo_home, truth)
+    async with app.run_test(size=(120, 40)) as pilot:
+        # the seed scenario's first command: extra_buffer with default caps → CUDA OOM, exit 137
+        await wait_until(pilot, lambda: app.state.status == "oom", timeout=60, what="the OOM")
+        await wait_until(pilot, lambda: app.state.run.exit_code is not None, timeout=30)
+        first = app.state.run
+        assert first.exit_code == 137
+        assert first.argv[3:] == tuple(sim_demo.sim_command(sim_demo.first_failing_argv(port=demo.port),
+                                                            speed=SPEED)[3:])
+        assert "OutOfMemoryError" in app.state.failure
+        assert app.state.simulated and "SIMULATED" in str(app.bar.render())
+        # the GPU pane reads the sim's GPU: the default --sim-gpu "RTX PRO 6000 Blackwell,96"
+        await wait_until(pilot, lambda: app.state.gpu and app.state.gpu.gpus)
+        g = app.state.gpu.gpus[0]
+        assert g.name == "RTX PRO 6000 Blackwell" and g.total_mib == 96 * 1024 and g.simulated
+        # ServerArgs: NEXTN is rewritten to EAGLE by SGLang although the user gave NEXTN
+        await wait_until(pilot, lambda: app.state.rows, what="the resolution")
+        row = next(r for r in app.state.rows if r.field == "speculative_algorithm")
+        assert (row.value, row.source) == ("EAGLE", "overridden")
+
+        # edit the Mamba caps, pre-flight, relaunch
+        ed = await open_editor(pilot, app)
+        ed.query_one("#f-max_mamba_cache_size").value = "24"
+        ed.query_one("#f-mamba_full_memory_ratio").value = "0.4"
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
+        assert ed.verdict["ok"] is True
+        await pilot.press("ctrl+y")
+        await wait_until(pilot, lambda: app.state.run.run_id != first.run_id, timeout=60, what="the new run")
+        new = app.state.run
+        assert list(new.argv) == list(first.argv) + ["--mamba-full-memory-ratio", "0.4", "--max-mamba-cache-size", "24"]
+        await wait_until(pilot, lambda: app.state.status == "ready", timeout=60, what="ready")
+        await wait_until(pilot, lambda: app.state.spec_n >= 3, timeout=60, what="decode batches")
+        # the spec pane holds the sim's own accept lengths (its ground truth), in order
+        await wait_until(pilot, lambda: truth.exists() and len(json.loads(truth.read_text())["accept_lens"]) >= app.state.spec_n)
+        want = json.loads(truth.read_text())["accept_lens"][: app.state.spec_n]
+        assert [round(p.accept_len, 2) for p in app.state.spec] == [round(x, 2) for x in want]
+        assert app.state.phase is None  # the relaunch phase ended with ready
+
+        # history: both runs, newest first, the edit as the argv change
+        await pilot.press("h")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
+        table = app.screen.query_one("DataTable")
+        assert table.row_count == 2
+        assert str(table.get_row_at(0)[0]) == new.run_id and str(table.get_row_at(1)[0]) == first.run_id
+        assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[6])
+        await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("oom"), what="the first run's outcome")
+    # quitting stops the demo's processes
+    runs = await Demo(demo_home).make_feed().store.list(adopt=False)
+    assert runs and not any(r.alive for r in runs)
+
+
+async def test_preflight_refuses_without_stopping_the_server(demo_home):
+    demo = Demo(demo_home, speed=SPEED)
+
+    async def start_working():
+        env = demo.run_env()
+        await demo.feed.store.start(sim_demo.sim_command(sim_demo.working_argv(port=demo.port), speed=SPEED),
+                                    env=env, session="demo")
+
+    feed = demo.make_feed()
+    app = ConsoleApp(feed, poll_s=0.3, prepare=start_working, on_quit=demo.stop)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.state.status == "ready", timeout=60, what="ready")
+        running = app.state.run
+        ed = await open_editor(pilot, app)
+        sel = ed.query_one("#f-mamba_scheduler_strategy")
+        sel.value = "no_buffer"
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
+        err = ed.verdict["error"]
+        # 0.5.11's ValueError names --mamba-scheduler-strategy no_buffer (sglang-observables §4.3)
+        assert err["type"] == "ValueError"
+        assert "--mamba-scheduler-strategy no_buffer" in err["message"]
+        assert "PRE-FLIGHT REFUSED" in str(ed.query_one("#ed-verdict").render())
+        assert ed.query_one("#ed-go").disabled
+        await pilot.press("ctrl+y")  # refused: the editor stays, nothing is stopped
+        await pilot.pause(0.5)
+        assert type(app.screen).__name__ == "EditorScreen"
+        await pilot.press("escape")
+        await pilot.pause(1.0)
+        runs = await feed.store.list(adopt=False)
+        assert [r.run_id for r in runs] == [running.run_id] and runs[0].alive
+
+
+async def test_hostile_editor_values(demo_home):
+    canary = Path(tempfile.gettempdir()) / f"mc-pwned-{os.getpid()}"
+    demo, app = demo_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.state.run and app.state.run.exit_code is not None, timeout=60)
+        first = app.state.run
+        ed = await open_editor(pilot, app)
+        box = ed.query_one("#f-speculative_draft_model_path")
+        # a newline (or any control character) is refused by validation: no pre-flight, no relaunch
+        box.value = "x\ntouch " + str(canary)
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.3)
+        assert ed.invalid_fields() and ed.query_one("#ed-go").disabled
+        # shell syntax is accepted as a value and reaches the server as one literal argv element
+        hostile = f"; touch {canary} $(touch {canary}) `touch {canary}` 'q\" "
+        box.value = hostile
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
+        assert ed.verdict["fields"]["speculative_draft_model_path"]["value"] == hostile
+        await pilot.press("ctrl+y")
+        await wait_until(pilot, lambda: app.state.run.run_id != first.run_id, timeout=60, what="the new run")
+        argv = json.loads((demo_home / "runs" / app.state.run.run_id / "argv.json").read_text())
+        i = argv.index("--speculative-draft-model-path")
+        assert argv[i + 1] == hostile
+        assert not canary.exists()
