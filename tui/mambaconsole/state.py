@@ -195,6 +195,7 @@ class Phase:
 
     name: str
     text: str = ""
+    run_id: str | None = None  # the new run, once started
 
 
 # ----------------------------------------------------------------------------- view data

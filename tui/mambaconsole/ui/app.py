@@ -257,6 +257,8 @@ class ConsoleApp(App[int]):
             return
         prev_run = self.state.run
         was_up = self.state.connected
+        if isinstance(msg.event, Phase) and msg.event.run_id:
+            self._following_run = msg.event.run_id
         changed = self.state.apply(msg.event)
         if msg.poll is not None:
             self._fails.pop(msg.poll, None)
@@ -272,16 +274,20 @@ class ConsoleApp(App[int]):
                     f"run {prev_run.run_id} is no longer current")
             self.state.notice = note
             self.notify(note, severity="warning", timeout=10)
-        ph = self.state.phase
-        if ph is not None and ph.name == "follow" and run is not None and run.run_id == self._following_run \
-                and self.state.status not in ("starting", "no run", "connection lost"):
-            self.state.apply(Phase("done", ""))
-            self.notify(f"run {run.run_id if run else '?'}: {self.state.status}", timeout=6,
-                        severity="information" if self.state.status == "ready" else "error")
+        self._check_follow()
         if run is not None and (prev_run is None or prev_run.run_id != run.run_id or self._tail_run is None):
             self._follow(run)
         self.refresh_panes(changed)
         self._arm(msg.poll)
+
+    def _check_follow(self) -> None:
+        """End the relaunch's "follow" phase once the new run is ready or has failed."""
+        ph, run = self.state.phase, self.state.run
+        if ph is not None and ph.name == "follow" and run is not None and run.run_id == self._following_run \
+                and self.state.status not in ("starting", "no run", "connection lost"):
+            self.state.apply(Phase("done", ""))
+            self.notify(f"run {run.run_id}: {self.state.status}", timeout=6,
+                        severity="information" if self.state.status == "ready" else "error")
 
     def _follow(self, run: RunInfo) -> None:
         if self.feed.is_sim and not self.state.sglang_version:
@@ -477,9 +483,10 @@ class ConsoleApp(App[int]):
 
         self.relaunching = True
         try:
-            run_id = await relaunch.relaunch(self.feed, self.state.run, argv,
-                                             lambda name, text: self.post_message(M.Fed(Phase(name, text))),
-                                             break_stale=break_stale)
+            run_id = await relaunch.relaunch(
+                self.feed, self.state.run, argv,
+                lambda name, text, run_id=None: self.post_message(M.Fed(Phase(name, text, run_id))),
+                break_stale=break_stale)
             self.post_message(M.RelaunchDone(run_id))
         except LockHeld as exc:
             self.post_message(M.RelaunchDone(None, str(exc), lock=exc.lock, argv=list(argv)))
@@ -517,6 +524,7 @@ class ConsoleApp(App[int]):
             self._following_run = msg.run_id
             self.state.notice = None
             self.notify(f"started run {msg.run_id}", timeout=4)
+            self._check_follow()
         self.refresh_panes({"header"})
         self.poll_runs()
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from mambaconsole.errors import ConsoleError
 from mambaconsole.state import RunInfo
 
-Phase = Callable[[str, str], None]
+Phase = Callable[..., None]  # phase(name, text[, run_id])
 #: seconds to wait for the old server's processes to release GPU memory
 GPU_FREE_TIMEOUT = 120.0
 #: seconds to follow a new run to ready or failure before handing it to the pollers
@@ -76,7 +76,8 @@ async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase, *, 
         phase("start", "starting the new run in tmux")
         s = feed.settings
         new = await feed.store.start(launch_argv(s, argv), env=s.env or None, cwd=s.workdir, session=s.session)
+        # said at once (no await in between): the console must know this run is its own
+        phase("follow", f"run {new.run_id} started; following it to ready or failure", new.run_id)
     finally:
         await feed.store.release_lock(lock)
-    phase("follow", f"run {new.run_id} started; following it to ready or failure")
     return new.run_id
