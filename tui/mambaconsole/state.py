@@ -225,7 +225,8 @@ class SpecPoint:
     throughput: float | None
 
 
-_ERR = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b|hit an exception|out of memory|\bERROR\b|Killed|SIGQUIT|sigquit")
+_ERR = re.compile(r"Traceback \(most recent call last\)|(^|\s)[\w.]*(Error|Exception)(:|$)|hit an exception|"
+                  r"out of memory|Not enough memory|\bERROR\b|^Killed|SIGQUIT|sigquit")
 _WARN = re.compile(r"\bWARNING\b|\bwarn(ing)?\b|[Dd]eprecat|Disabling|Falling back|Automatically")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 

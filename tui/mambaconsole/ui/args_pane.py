@@ -73,9 +73,9 @@ class ArgsPane(Vertical, can_focus=False):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search flags and values (Enter: keep, Esc: clear)", id="args-search")
         t = DataTable(id="args-table", cursor_type="row", zebra_stripes=False)
-        t.add_column("flag", width=28, key="flag")
+        t.add_column("flag", width=27, key="flag")
         t.add_column("value", width=14, key="value")
-        t.add_column("source", width=10, key="source")
+        t.add_column("source", width=11, key="source")
         t.add_column("changed by", width=40, key="by")
         yield t
         yield Static("", id="args-note")
