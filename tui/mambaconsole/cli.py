@@ -54,6 +54,12 @@ def _console_parser() -> argparse.ArgumentParser:
     p.add_argument("host", nargs="?", help="ssh alias, user@host[:port], or 'local'")
     p.add_argument("--demo", action="store_true", help="the console on the built-in simulated node")
     p.add_argument("--read-only", action="store_true", help="follow only: hide every key that changes the node")
+    # per-host settings (config.toml [hosts.HOST]) overridden by these flags
+    p.add_argument("--python", help="the server's python on the node (SGLang's)")
+    p.add_argument("--session", help="tmux session of the server runs (default sglang)")
+    p.add_argument("--port", type=int, help="the server's HTTP port on the node (default 30000)")
+    p.add_argument("--workdir", help="working directory of new runs on the node")
+    p.add_argument("--theme", help="mamba-dark, mamba-light, mamba-contrast, or a theme of your own")
     p.add_argument("--version", action="version", version=f"mambaconsole {__version__}")
     return p
 

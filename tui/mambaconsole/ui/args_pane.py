@@ -20,7 +20,7 @@ def source_style(source: str, colors: dict[str, str]) -> str:
         "config": colors.get("secondary", "cyan"),
         "env": colors.get("accent", "magenta"),
         "derived": colors.get("warning", "yellow"),
-        "overridden": f"bold reverse {colors.get('error', 'red')}",
+        "overridden": f"bold #ffffff on {colors.get('error', 'red')}",
     }.get(source, "")
 
 
@@ -73,9 +73,9 @@ class ArgsPane(Vertical, can_focus=False):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search flags and values (Enter: keep, Esc: clear)", id="args-search")
         t = DataTable(id="args-table", cursor_type="row", zebra_stripes=False)
-        t.add_column("flag", width=27, key="flag")
-        t.add_column("value", width=14, key="value")
-        t.add_column("source", width=11, key="source")
+        t.add_column("flag", width=25, key="flag")
+        t.add_column("value", width=12, key="value")
+        t.add_column("source", width=12, key="source")
         t.add_column("changed by", width=40, key="by")
         yield t
         yield Static("", id="args-note")

@@ -12,6 +12,7 @@ with control characters (newlines included) are refused."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -45,11 +46,12 @@ class NoControl(Validator):
 
 
 def _is_int_type(t: Any) -> bool:
-    return t in ("int", int) or (isinstance(t, str) and t.endswith("int"))
+    """``int``, ``"int"``, ``"<class 'int'>"``, ``"positive_int"`` ... (as the parser reports it)."""
+    return t is int or bool(re.search(r"(^|[^a-z])int($|[^a-z])", str(t)))
 
 
 def _is_float_type(t: Any) -> bool:
-    return t in ("float", float) or (isinstance(t, str) and t.endswith("float"))
+    return t is float or bool(re.search(r"(^|[^a-z])float($|[^a-z])", str(t)))
 
 
 def _flag(opt: dict) -> str:
@@ -58,7 +60,8 @@ def _flag(opt: dict) -> str:
 
 
 def _is_switch(opt: dict) -> bool:
-    return opt.get("nargs") == 0 or opt.get("action") in ("store_true", "store_false", "_StoreTrueAction")
+    return opt.get("nargs") == 0 or str(opt.get("action", "")).lower().replace("_", "") in (
+        "storetrue", "storefalse", "storetrueaction", "storefalseaction", "booleanoptionalaction")
 
 
 def _fid(flag: str) -> str:
@@ -358,12 +361,3 @@ def _render(flag: str, value: str | None) -> list[str]:
     if value.startswith("-"):
         return [f"{flag}={value}"]  # argparse would read "-x" as an option, not as the value
     return [flag, value]
-
-
-def _aligned_index(kept: list[str], before: list[str]) -> int:
-    """Where in ``kept`` the elements that preceded a flag in the old args end."""
-    j = 0
-    for a in before:
-        if j < len(kept) and kept[j] == a:
-            j += 1
-    return j

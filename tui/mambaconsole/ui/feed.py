@@ -99,6 +99,7 @@ class Feed:
         self.store = RunStore(node, python=agent_python, home=home or None)
         #: owns the connection: its status is what the header shows; streams resume through it
         self.link = Supervisor(node, clock=clock)
+        self._warm = None
         self._http: httpx.AsyncClient | None = None
         self._local_port: dict[int, int] = {}
 
@@ -107,6 +108,9 @@ class Feed:
         return self.node.name
 
     async def close(self) -> None:
+        if self._warm is not None:
+            with contextlib.suppress(Exception):
+                await self._warm.close()
         await self.link.close()
         if self._http is not None:
             await self._http.aclose()
@@ -293,11 +297,7 @@ class Feed:
         resolver cannot run."""
         if self.is_sim:
             return await self._sim_json(["--sim-resolve", *args])
-        try:
-            from mambaconsole import resolver  # type: ignore[attr-defined]
-        except ImportError:
-            raise ConsoleError("the ServerArgs resolver is not available in this build") from None
-        return await resolver.resolve(self.node, list(args), python=self.settings.python)  # pragma: no cover
+        return await self.warm_resolver().resolve(list(args))
 
     async def params(self, args: list[str] | None = None) -> list[dict]:
         """The node's SGLang parser options (option_strings, dest, default, choices, type,
@@ -306,11 +306,17 @@ class Feed:
         if self.is_sim:
             version = flag_value(args or [], "--sim-version")
             return await self._sim_json(["--sim-params"] + (["--sim-version", version] if version else []))
-        try:
-            from mambaconsole import resolver  # type: ignore[attr-defined]
-        except ImportError:
-            raise ConsoleError("the parser metadata (resolver) is not available in this build") from None
-        return await resolver.params(self.node, python=self.settings.python)  # pragma: no cover
+        answer = await self.warm_resolver().params()
+        return [p for p in answer.get("params", []) if not p.get("hidden")]
+
+    def warm_resolver(self):
+        """The node's warm resolver (:class:`mambaconsole.resolve.WarmResolver`), started on first
+        use with the server's python and the host's environment; closed with the feed."""
+        if self._warm is None:
+            from mambaconsole.resolve import WarmResolver
+
+            self._warm = WarmResolver(self.node, self.settings.python, env=self.settings.env or None)
+        return self._warm
 
     async def read_source(self, file: str, line: int, context: int = 12) -> str:
         """Lines ``line-context .. line+context`` of SGLang's ``file`` (relative to the node
