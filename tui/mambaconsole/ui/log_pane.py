@@ -142,7 +142,8 @@ class LogPane(Vertical):
             self.view.write(self._line_text(ln, colors), scroll_end=False)
         if follow:
             self.view.scroll_end(animate=False, immediate=True)
-            self.call_after_refresh(self.view.scroll_end, animate=False)  # once the size is known
+            if not self.view.size.height:  # not laid out yet: scroll once the size is known
+                self.call_after_refresh(self.view.scroll_end, animate=False)
         self._new = 0
 
     def _update_title(self, state: ConsoleState) -> None:
