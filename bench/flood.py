@@ -1,0 +1,101 @@
+"""Log pane under a flood: 20,000 lines/s of SGLang decode/prefill lines arrive for D seconds
+(default 10) in batches every 50 ms, as the tail worker delivers them; each batch is folded into
+the ConsoleState (SGLang parsing included) and the log pane redraws. Measures the worst and the
+p95 time per batch (a frame: goal under 50 ms) and that memory stays bounded (lines kept and
+traced allocations after the flood vs after the first second). Baseline, same run: the same
+lines parsed by sglang.events alone.
+
+Note: the lines are generated in this process (the node and the SSH/agent path are measured by
+bench/log_latency.py and bench/log_throughput.py); this isolates the console's cost.
+
+    .venv/bin/python bench/flood.py [SECONDS]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+import tracemalloc
+
+from mambaconsole.node.local import LocalNode
+from mambaconsole.sglang.events import LogParser
+from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed
+from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.settings import HostSettings
+
+RATE = 20_000
+FRAME = 0.05
+PER_BATCH = int(RATE * FRAME)
+
+
+def line(i: int) -> str:
+    if i % 5 == 0:
+        return (f"[2026-11-30 12:00:{i % 60:02d}] Prefill batch, #new-seq: 1, #new-token: {i % 8192}, #cached-token: 0, "
+                f"full token usage: 0.05, mamba usage: 0.02, #running-req: 6, #queue-req: 1, #pending-token: 0, "
+                f"cuda graph: False, input throughput (token/s): 23456.78")
+    return (f"[2026-11-30 12:00:{i % 60:02d}] Decode batch, #running-req: 8, #full token: {20000 + i % 999}, "
+            f"full token usage: 0.12, mamba num: 16, mamba usage: 0.03, accept len: {2 + (i % 7) / 7:.2f}, "
+            f"accept rate: 0.60, cuda graph: True, gen throughput (token/s): 812.05, #queue-req: 0")
+
+
+async def flood(seconds: float) -> tuple[list[float], int, int, int]:
+    feed = Feed(LocalNode("bench"), HostSettings())
+    app = ConsoleApp(feed, start_workers=False)
+    frames: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("flood", log_path="/dev/null"),), "flood"))
+        app.state.show_log_of("flood")
+        off, i = 0, 0
+        tracemalloc.start()
+        mem_1s = None
+        t_end = time.monotonic() + seconds
+        t_first = time.monotonic()
+        while time.monotonic() < t_end:
+            batch = []
+            for _ in range(PER_BATCH):
+                text = line(i)
+                batch.append(LogLine("flood", off, text))
+                off += len(text) + 1
+                i += 1
+            t0 = time.perf_counter()
+            changed = app.state.apply(LogLines("flood", tuple(batch)))
+            app.refresh_panes(changed)
+            await pilot.pause(0)  # let the screen update
+            frames.append(time.perf_counter() - t0)
+            if mem_1s is None and time.monotonic() - t_first > 1.0:
+                mem_1s = tracemalloc.get_traced_memory()[0]
+            await asyncio.sleep(max(0.0, FRAME - frames[-1]))
+        mem_end = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        kept = len(app.state.log)
+    return frames, kept, mem_1s or 0, mem_end
+
+
+def baseline(n: int) -> float:
+    p = LogParser()
+    t0 = time.perf_counter()
+    for i in range(n):
+        p.feed(line(i))
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
+    frames, kept, m1, m2 = asyncio.run(flood(seconds))
+    parse = baseline(PER_BATCH) * 1000
+    worst, p95 = max(frames) * 1000, statistics.quantiles(frames, n=20)[-1] * 1000
+    bounded = kept <= LOG_KEEP and m2 < 2 * m1 + 8 * 2**20
+    print(f"{len(frames)} batches of {PER_BATCH} lines ({RATE} lines/s): p95 {p95:.1f} ms, worst {worst:.1f} ms per batch; "
+          f"parse-only baseline {parse:.1f} ms per batch; lines kept {kept} (cap {LOG_KEEP}); "
+          f"traced memory {m1 / 2**20:.1f} MiB after 1 s, {m2 / 2**20:.1f} MiB at the end")
+    ok = p95 < 50 and bounded
+    print(f"flood: p95 frame time = {p95:.1f} ms (goal 50 ms, memory bounded: {'yes' if bounded else 'no'}) "
+          f"{'PASS' if ok else 'FAIL'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
