@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -261,20 +260,19 @@ class Feed:
             return ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 
     async def metrics(self, port: int) -> MetricsSnapshot:
-        from prometheus_client.parser import text_string_to_metric_families
+        """``/metrics`` through :func:`mambaconsole.sglang.metrics.parse_metrics` (the rank-0
+        series of each metric; NaN is "no data" and left out)."""
+        from mambaconsole.sglang.metrics import parse_metrics
 
         try:
             r = await self._get(port, "/metrics")
             if r.status_code == 404:
                 return MetricsSnapshot({}, error="metrics disabled (404)", t=self.clock())
             r.raise_for_status()
-            values: dict[str, float] = {}
-            for fam in text_string_to_metric_families(r.text):
-                for s in fam.samples:
-                    if s.name not in values and not (isinstance(s.value, float) and math.isnan(s.value)):
-                        values[s.name] = s.value
+            snap = parse_metrics(r.text)
+            values = {name: v for name in snap.samples if (v := snap.value(name)) is not None}
             return MetricsSnapshot(values, t=self.clock())
-        except (httpx.HTTPError, ValueError) as exc:
+        except httpx.HTTPError as exc:
             return MetricsSnapshot({}, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 
     # ----------------------------------------------------------------- resolver
