@@ -23,6 +23,16 @@ class SimHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request, client_address) -> None:
+        """A client that hangs up mid-request (a console cancelling a poll) is not an error
+        worth a traceback in the server's log: uvicorn, in front of a real SGLang server, logs
+        nothing then. Anything else keeps socketserver's report."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def make_handler(app) -> type[BaseHTTPRequestHandler]:
     """A request handler bound to ``app`` (a :class:`mambaconsole.sim.server.SimServer`)."""

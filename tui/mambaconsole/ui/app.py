@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -578,8 +579,18 @@ def run(args) -> int:
         raise ConsoleError("give a HOST (ssh alias, user@host[:port] or 'local'), or --demo", exit_code=2)
     overrides = {k: getattr(args, k, None) for k in ("python", "session", "port", "workdir", "theme")}
     s = cfg.load(host, overrides)
-    from mambaconsole.node import node_for
+    from mambaconsole.node import connect, node_for
 
+    if host != "local":
+        # A host that cannot be reached at all (a typo, a refused key) is a one-line error
+        # here, not a console that keeps reconnecting to nothing.
+        async def _probe() -> None:
+            await (await connect(host)).close()
+
+        asyncio.run(_probe())
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConsoleError("the console needs a terminal (stdin/stdout are not a TTY); "
+                           "for scripts use: doctor, launch, runs, stop, inspect, resolve, report")
     node = node_for(host)  # SSH connects on first use, inside the app's event loop
     feed = Feed(node, s, home=os.environ.get("MAMBACONSOLE_HOME", "") if host == "local" else "")
     app = ConsoleApp(feed, read_only=bool(getattr(args, "read_only", False)), poll_s=s.poll_s, theme=s.theme,
