@@ -41,3 +41,19 @@ def test_command_line_quotes_each_element():
     assert shlex.split(command_line(argv, env={"A": "x y"})) == ["env", "A=x y", *argv]
     with pytest.raises(ValueError):
         command_line(argv, env={"A;B": "1"})
+
+
+async def test_line_batches_joins_lines_split_across_reads():
+    from mambaconsole.node.base import line_batches
+
+    data = b"alpha\nbe" + b"x" * 300_000 + b"ta\n\ngamma"  # a line longer than one read, a last line without \n
+    pos = 0
+
+    async def read(n):
+        nonlocal pos
+        chunk = data[pos:pos + min(n, 7)] if pos < 20 else data[pos:pos + n]
+        pos += len(chunk)
+        return chunk
+
+    lines = [ln async for batch in line_batches(read) for ln in batch]
+    assert lines == data.split(b"\n")

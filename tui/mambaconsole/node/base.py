@@ -12,8 +12,9 @@ for fixed text written in this package, never for values a person typed.
 from __future__ import annotations
 
 import abc
+import contextlib
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mambaconsole.errors import ConsoleError
@@ -70,6 +71,27 @@ def command_line(cmd: Command, env: Mapping[str, str] | None = None) -> str:
     return text
 
 
+#: bytes asked for per read by :func:`line_batches`
+READ_CHUNK = 256 * 1024
+
+
+async def line_batches(read: Callable[[int], Awaitable[bytes]]) -> AsyncIterator[list[bytes]]:
+    """Split a byte stream into lists of complete lines (without their ``\\n``), one list per
+    ``read(READ_CHUNK)`` that completed at least one line; a last line without ``\\n`` comes at
+    the end. No line length limit."""
+    rest = b""
+    while True:
+        chunk = await read(READ_CHUNK)
+        if not chunk:
+            break
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        if lines:
+            yield lines
+    if rest:
+        yield [rest]
+
+
 class Node(abc.ABC):
     """A machine the console works on. Async; use as ``async with`` to close it.
 
@@ -94,8 +116,7 @@ class Node(abc.ABC):
         it runs past it (the command is killed), :class:`NodeError` when the node is gone.
         """
 
-    @abc.abstractmethod
-    def stream_lines(
+    async def stream_lines(
         self,
         cmd: Command,
         *,
@@ -105,8 +126,13 @@ class Node(abc.ABC):
         """Start a long-running ``cmd`` and yield each line of its stdout (bytes, without
         the trailing newline) as it arrives. Closing the iterator (``aclose()`` or leaving an
         ``async for``) stops the command. stderr is discarded."""
+        async with contextlib.aclosing(self.stream_line_batches(cmd, input=input, env=env)) as batches:
+            async for batch in batches:
+                for line in batch:
+                    yield line
 
-    async def stream_line_batches(
+    @abc.abstractmethod
+    def stream_line_batches(
         self,
         cmd: Command,
         *,
@@ -114,9 +140,8 @@ class Node(abc.ABC):
         env: Mapping[str, str] | None = None,
     ) -> AsyncIterator[list[bytes]]:
         """Like :meth:`stream_lines`, but yields the lines that arrived together as one list
-        (one await per chunk instead of per line: for high line rates such as the agent's)."""
-        async for line in self.stream_lines(cmd, input=input, env=env):
-            yield [line]
+        (one await per chunk instead of per line: for high line rates such as the agent's).
+        Implementations split chunks with :func:`line_batches`."""
 
     @abc.abstractmethod
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:

@@ -7,12 +7,10 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 
-from mambaconsole.node.base import Command, CommandResult, CommandTimeout, Node
+from mambaconsole.node.base import Command, CommandResult, CommandTimeout, Node, line_batches
 
-#: the longest line stream_lines() yields whole, in bytes (the agent caps its JSON lines below it)
+#: the StreamReader buffer limit of the subprocess pipes, in bytes
 STREAM_LIMIT = 16 * 1024 * 1024
-#: bytes read per call in stream_line_batches()
-READ_CHUNK = 256 * 1024
 
 
 async def _spawn(cmd: Command, env: Mapping[str, str] | None, cwd: str | None, stdin,
@@ -55,25 +53,6 @@ class LocalNode(Node):
             self._procs.discard(proc)
         return CommandResult(proc.returncode, out, err)
 
-    async def stream_lines(self, cmd, *, input=None, env=None) -> AsyncIterator[bytes]:
-        proc = await _spawn(cmd, env, None, asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-                            asyncio.subprocess.DEVNULL)
-        self._procs.add(proc)
-        try:
-            if input is not None:
-                proc.stdin.write(input)
-                await proc.stdin.drain()
-                proc.stdin.close()
-            assert proc.stdout is not None
-            while True:
-                line = await proc.stdout.readline()
-                if not line:
-                    break
-                yield line[:-1] if line.endswith(b"\n") else line
-        finally:
-            self._procs.discard(proc)
-            await _kill(proc)
-
     async def stream_line_batches(self, cmd, *, input=None, env=None) -> AsyncIterator[list[bytes]]:
         proc = await _spawn(cmd, env, None, asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
                             asyncio.subprocess.DEVNULL)
@@ -84,17 +63,8 @@ class LocalNode(Node):
                 await proc.stdin.drain()
                 proc.stdin.close()
             assert proc.stdout is not None
-            rest = b""
-            while True:
-                chunk = await proc.stdout.read(READ_CHUNK)
-                if not chunk:
-                    break
-                lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-                rest = lines.pop()
-                if lines:
-                    yield lines
-            if rest:
-                yield [rest]
+            async for lines in line_batches(proc.stdout.read):
+                yield lines
         finally:
             self._procs.discard(proc)
             await _kill(proc)

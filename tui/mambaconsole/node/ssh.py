@@ -30,7 +30,8 @@ from pathlib import Path
 
 import asyncssh
 
-from mambaconsole.node.base import Command, CommandResult, CommandTimeout, Node, NodeError, command_line
+from mambaconsole.node.base import (READ_CHUNK, Command, CommandResult, CommandTimeout, Node, NodeError, command_line,
+                                     line_batches)
 
 #: seconds for the TCP connection plus SSH handshake and login, unless ConnectTimeout says otherwise
 CONNECT_TIMEOUT = 15.0
@@ -38,7 +39,6 @@ CONNECT_TIMEOUT = 15.0
 KEEPALIVE_INTERVAL = 15.0
 KEEPALIVE_COUNT = 4
 #: bytes read from a stream per call in stream_lines()
-READ_CHUNK = 256 * 1024
 
 
 def _preferred_ciphers() -> list[str]:
@@ -323,11 +323,6 @@ class SSHNode(Node):
             self._procs.pop(proc, None)
         return CommandResult(proc.returncode, out or b"", err or b"")
 
-    async def stream_lines(self, cmd, *, input=None, env=None) -> AsyncIterator[bytes]:
-        async for batch in self.stream_line_batches(cmd, input=input, env=env):
-            for line in batch:
-                yield line
-
     async def stream_line_batches(self, cmd, *, input=None, env=None) -> AsyncIterator[list[bytes]]:
         """Like :meth:`stream_lines`, but yields the lines that arrived together as one list
         (fast path for high line rates: one await per chunk instead of per line)."""
@@ -354,20 +349,15 @@ class SSHNode(Node):
                         pass
 
             drain = asyncio.ensure_future(discard_stderr())
-            rest = b""
-            while True:
+
+            async def read(n: int) -> bytes:
                 try:
-                    chunk = await proc.stdout.read(READ_CHUNK)
+                    return await proc.stdout.read(n)
                 except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
                     raise self._lost(exc) from None
-                if not chunk:
-                    break
-                lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-                rest = lines.pop()
-                if lines:
-                    yield lines
-            if rest:
-                yield [rest]
+
+            async for lines in line_batches(read):
+                yield lines
         finally:
             self._procs.pop(proc, None)
             if drain is not None:
