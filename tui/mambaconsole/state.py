@@ -286,8 +286,13 @@ class ConsoleState:
         # server
         self.ready_seen = False
         self.ready_at: float | None = None
-        self.failure: str | None = None  # one line: exception type and message
-        self.oom_seen = False
+        # tracebacks: (one line "origin: ExcType: message", is OOM)
+        self._crash: tuple[str, bool] | None = None  # SGLang's crash evidence, no batch line since
+        self._tb_open: tuple[str, bool] | None = None  # the last traceback, no batch line since
+        self._tb_counted = False  # _tb_open is counted in request_errors
+        self._prev_request_error: str | None = None
+        self.request_error: str | None = None  # the last traceback the server kept serving after
+        self.request_errors = 0
         self.server_info: dict | None = None
         self.server_info_error: str | None = None
         self.metrics: dict = {}
@@ -320,9 +325,17 @@ class ConsoleState:
     # --------------------------------------------------------------- derived
     @property
     def status(self) -> str:
-        """Header state word: ``connection lost``, ``ready``, ``starting``, ``crashed`` (an
-        exception after ready, or while the process still runs), ``oom``, ``arg error``,
-        ``dead`` (exited, with its exit code), ``adopted``, ``never started``, ``no run``."""
+        """Header state word: ``connection lost``, ``ready``, ``starting``, ``crashed``, ``oom``,
+        ``arg error``, ``dead`` (exited, with its exit code), ``adopted``, ``never started``,
+        ``no run``.
+
+        A run is failed (``crashed``/``oom``/``arg error``) only when (a) its process is gone
+        with a non-zero (or unknown) exit code after a traceback that no batch line followed,
+        or (b) SGLang's own crash evidence is in the log — a ``<Process> hit an exception``
+        traceback from a scheduler / detokenizer / tokenizer manager, the SIGQUIT lines, a
+        child crash, a scheduler death or watchdog timeout — and no decode/prefill batch
+        line followed it. Any other traceback while the process lives is a request error
+        (:attr:`request_error`, a warning): SGLang logs those and keeps serving."""
         if not self.connected:
             return "connection lost"
         r = self.run
@@ -330,14 +343,14 @@ class ConsoleState:
             return "no run"
         if r.state == "never_started":
             return "never started"
-        ended = r.state in ("exited", "dead") or r.exit_code is not None
+        ended = self._ended()
         out = r.outcome
-        if out is None and (ended or self.failure):
+        if out is None and self.failure is not None:
             if self.oom_seen:
                 out = "oom"
-            elif self.failure and not self.started_up:
+            elif not self.started_up:
                 out = "arg_error"  # failed before the weights loaded
-            elif self.failure:
+            else:
                 out = "crashed"
         if out == "oom":
             return "oom"
@@ -347,13 +360,34 @@ class ConsoleState:
             return "crashed"
         if ended:
             return "dead"
-        if r.state == "never_started":
-            return "never started"
         if self.ready_seen or r.state == "ready" or out == "ready":
             return "ready"
         if r.adopted or r.state == "adopted":
             return "adopted"
         return "starting"
+
+    def _ended(self) -> bool:
+        r = self.run
+        return r is not None and (r.state in ("exited", "dead") or r.exit_code is not None)
+
+    @property
+    def failure(self) -> str | None:
+        """One line naming what ended (or is ending) the run: SGLang's crash evidence (see
+        :attr:`status`), or, once the process is gone with a non-zero or unknown exit code,
+        the last traceback that no batch line followed; None otherwise."""
+        if self._crash is not None:
+            return self._crash[0]
+        r = self.run
+        if self._tb_open is not None and self._ended() and r is not None and r.exit_code != 0:
+            return self._tb_open[0]
+        return None
+
+    @property
+    def oom_seen(self) -> bool:
+        """The failure (:attr:`failure`) is an out-of-memory error."""
+        if self._crash is not None:
+            return self._crash[1]
+        return self.failure is not None and self._tb_open is not None and self._tb_open[1]
 
     def lost_for(self) -> float | None:
         if self.connected or self.lost_since is None:
@@ -448,8 +482,12 @@ class ConsoleState:
     def _new_run(self) -> None:
         self.ready_seen = False
         self.ready_at = None
-        self.failure = None
-        self.oom_seen = False
+        self._crash = None
+        self._tb_open = None
+        self._tb_counted = False
+        self._prev_request_error: str | None = None
+        self.request_error = None
+        self.request_errors = 0
         self.log.clear()
         self.log_total = 0
         self.log_dropped = 0
@@ -541,6 +579,7 @@ class ConsoleState:
         from mambaconsole.sglang import events as ev
 
         if isinstance(e, ev.DecodeBatch):
+            self._served_after_error()
             alen = e.accept_len
             if alen is None:
                 if not e.spec_enabled:
@@ -579,17 +618,58 @@ class ConsoleState:
             self.dumped_args = dict(e.args)
             self._compare_live()
             return {"args"}
-        if isinstance(e, ev.Traceback):
+        if isinstance(e, ev.PrefillBatch):
+            self._served_after_error()
+            return set()
+        if isinstance(e, ev.Traceback) and e.exc_type != "KeyboardInterrupt":  # Ctrl-C: a stop, not a failure
             if e.exc_type or e.exc_message:
-                self.failure = f"{e.exc_type or ''}: {e.exc_message or ''}".strip(": ")
+                line = f"{e.exc_type or ''}: {e.exc_message or ''}".strip(": ")
                 if e.origin:
-                    self.failure = f"{e.origin}: {self.failure}"
-            elif self.failure is None:
-                self.failure = "traceback cut before its exception line"
-            if e.oom:
-                self.oom_seen = True
+                    line = f"{e.origin}: {line}"
+            else:
+                line = f"{e.origin + ': ' if e.origin else ''}traceback cut before its exception line"
+            tb = (line, bool(e.oom))
+            if self._tb_open is None or e.complete:  # a cut traceback never hides a complete one
+                self._tb_open = tb
+            self._tb_counted = False
+            if e.origin:  # "Scheduler hit an exception: ..." (scheduler.py:run_scheduler_process and kin)
+                if self._crash is None:
+                    self._crash = tb
+            elif self._crash is None:
+                self._prev_request_error = self.request_error
+                self._tb_counted = True
+                self.request_errors += 1
+                self.request_error = line
             return {"header"}
+        if isinstance(e, (ev.SigquitReceived, ev.ChildCrashed, ev.SchedulerDied, ev.WatchdogTimeout)):
+            if self._crash is None:
+                self._crash_from_open() or setattr(self, "_crash", (e.message, False))
+            return {"header"}
+        if isinstance(e, (ev.KillProcessTree, ev.Killed)) and self._crash is None and self._crash_from_open():
+            return {"header"}  # the kill sequence after a traceback: that traceback ended the server
         return set()
+
+    def _crash_from_open(self) -> bool:
+        """Crash lines follow a traceback no batch line followed: that traceback is the crash
+        (it is no longer counted as a request error)."""
+        if self._tb_open is None:
+            return False
+        self._crash = self._tb_open
+        if self._tb_counted:
+            self._tb_counted = False
+            self.request_errors -= 1
+            self.request_error = self._prev_request_error
+        return True
+
+    def _served_after_error(self) -> None:
+        """A decode/prefill batch line: the server is still serving, so an earlier traceback
+        (even SGLang's crash evidence) did not end it: it stays as a request error."""
+        if self._crash is not None:
+            self.request_errors += 1
+            self.request_error = self._crash[0]
+            self._crash = None
+        self._tb_open = None
+        self._tb_counted = False
 
     def _on_GpuSnapshot(self, ev: GpuSnapshot) -> set[str]:
         self.gpu = ev

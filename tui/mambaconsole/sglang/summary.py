@@ -24,6 +24,12 @@ Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
   ``ready`` (``The server is fired up``), ``starting`` (startup lines only), ``unknown``.
   A cut traceback (no exception line) gives ``crashed`` with exception None: no cause is
   guessed.
+- **Request errors**: SGLang logs tracebacks it survives (an HTTP handler's exception, a
+  failed request). After ``The server is fired up``, a traceback that is not a process's
+  ``<Process> hit an exception`` is a request error (finding ``request_error``) unless crash
+  lines (SIGQUIT, child crash, ``kill_process_tree``, ``Killed``) follow it before any batch
+  line; and any traceback, even a scheduler's, that decode/prefill batch lines follow without
+  crash lines in between did not end the server: a request error too, not the outcome.
 - **Failure phase**: ``args`` (before weight loading), ``load`` (weights loading; any OOM
   before ``Load weight end``), ``startup`` (after weights, before serving; warm-up),
   ``runtime`` (after ready, or a scheduler exception after HTTP came up), None when the
@@ -49,6 +55,9 @@ OUTCOMES = ("ready", "starting", "oom", "arg_error", "crashed", "exited", "unkno
 
 _ARGPARSE_ERR = re.compile(r"^(?:usage: .*|[\w./ -]+: error: .+)$")
 _MAIN = "main"
+#: the start of the Mamba pool line (0.5.x ``Mamba Cache is allocated. ...``); a rank-tagged
+#: text line that is a proper prefix of it is that line cut off (a tmux capture mid-write)
+_MAMBA_LINE = "Mamba Cache is allocated."
 
 
 def rank_sort_key(rank: str | None) -> tuple:
@@ -148,6 +157,9 @@ class Boot:
     killed: bool = False
     settings: list[E.SettingChanged] = field(default_factory=list)
     deprecated_flags: list[E.FlagDeprecated] = field(default_factory=list)
+    request_errors: list[E.Traceback] = field(default_factory=list)
+    pending_error: E.Traceback | None = None  # a request error no batch line followed yet
+    crash_lines: bool = False  # SIGQUIT / child crash / kill lines seen (the failure is final)
 
     def rank(self, rank: str | None) -> RankMemory:
         m = self.memory.get(rank)
@@ -264,6 +276,27 @@ def _failure_phase(boot: Boot, ev: E.Event) -> str | None:
     return "startup"
 
 
+def _served(b: Boot) -> None:
+    """A decode/prefill batch line: the server went on serving. A pending request error
+    stays one; a traceback failure without crash lines since did not end the server."""
+    b.pending_error = None
+    f = b.failure
+    if f is not None and not b.crash_lines and isinstance(f.event, E.Traceback):
+        b.request_errors.append(f.event)
+        b.failure = None
+        b.ended = False
+
+
+def _crash_lines(b: Boot) -> None:
+    """SGLang's crash lines: a request error no batch line followed is what ended the server."""
+    b.crash_lines = True
+    ev = b.pending_error
+    if ev is not None and b.failure is None:
+        b.request_errors.remove(ev)
+        b.failure = Failure(phase="runtime", exception=ev.exc_type, message=ev.exc_message, rank=ev.rank, event=ev)
+    b.pending_error = None
+
+
 def _new_boot(boots: list[Boot]) -> Boot:
     b = Boot()
     boots.append(b)
@@ -289,8 +322,10 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
             loaded_ranks = set()
         b.events.append(ev)
         t = type(ev)
-        if t is E.DecodeBatch:
-            b.decodes.append(ev)  # type: ignore[arg-type]
+        if t is E.DecodeBatch or t is E.PrefillBatch:
+            _served(b)
+            if t is E.DecodeBatch:
+                b.decodes.append(ev)  # type: ignore[arg-type]
             continue
         if t is E.ServerArgsDump:
             b.server_args = ev.args  # type: ignore[attr-defined]
@@ -352,20 +387,29 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
             b.settings.append(ev)  # type: ignore[arg-type]
         elif t is E.FlagDeprecated:
             b.deprecated_flags.append(ev)  # type: ignore[arg-type]
+        elif t is E.Traceback and b.ready and ev.origin is None and b.failure is None:  # type: ignore[attr-defined]
+            b.request_errors.append(ev)  # type: ignore[arg-type]
+            b.pending_error = ev  # type: ignore[assignment]
         elif t is E.Traceback:
             if b.failure is None or (b.failure.exception is None and ev.exc_type):  # type: ignore[attr-defined]
                 b.failure = Failure(phase=_failure_phase(b, ev), exception=ev.exc_type,  # type: ignore[attr-defined]
                                     message=ev.exc_message, rank=ev.rank, event=ev)  # type: ignore[attr-defined]
             b.ended = True
         elif t in (E.ChildCrashed, E.SchedulerDied, E.WatchdogTimeout):
+            _crash_lines(b)
             if b.failure is None:
                 b.failure = Failure(phase=_failure_phase(b, ev), exception=None, message=ev.message, rank=ev.rank, event=ev)
             b.ended = True
         elif t in (E.SigquitReceived, E.KillProcessTree):
+            _crash_lines(b)
             b.ended = True
         elif t is E.Killed:
+            _crash_lines(b)
             b.killed = True
             b.ended = True
+        elif t is E.Text and ev.rank and _MAMBA_LINE.startswith(ev.message.rstrip()) \
+                and len(ev.message.rstrip()) >= 8:
+            b.rank(ev.rank).mamba_line_cut = True  # "Mamba Cache is alloca": cut before its fields
         elif t is E.Text and ev.time is None and _ARGPARSE_ERR.match(ev.message) and ": error: " in ev.message:
             if b.failure is None:
                 b.failure = Failure(phase="args", exception="argparse", message=ev.message.split(": error: ", 1)[1],
@@ -479,6 +523,14 @@ def _findings(s: LogSummary) -> list[Finding]:
             out.append(Finding("oom", f"out of memory ({f.event.oom}) in phase {f.phase or 'unknown'}"))
     if b.http_up and not b.ready and f is not None and f.phase == "startup":
         out.append(Finding("warmup_failed", "HTTP came up but the warm-up failed; the server never became ready"))
+    if b.request_errors:
+        last = b.request_errors[-1]
+        what = f"{last.exc_type}: {last.exc_message}" if last.exc_type else "a traceback cut before its exception line"
+        if last.origin:
+            what = f"{last.origin}: {what}"
+        n = len(b.request_errors)
+        out.append(Finding("request_error", (f"{n} request errors" if n > 1 else "a request error")
+                           + f" while serving, the server went on (last: {what})"))
     if len(s.boots) > 1:
         out.append(Finding("several_boots", f"{len(s.boots)} server starts in this log; fields describe the last"))
     return out

@@ -67,6 +67,10 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
                  styles.get("dead", "bold"))
     elif s.notice:
         t.append(f" {s.notice}", styles.get("starting", "bold"))
+    elif s.request_error:
+        what = "request error" if s.ready_seen else "traceback while starting (process alive)"
+        many = f"{s.request_errors} {what}s, last: " if s.request_errors > 1 else f"{what}: "
+        t.append(f" ⚠ {many}{s.request_error}", styles.get("starting", "bold"))
     elif s.run is not None and s.run.argv:
         t.append(" " + " ".join(s.run.argv), "dim")
     return t

@@ -45,7 +45,7 @@ class SpecPane(Vertical):
         for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
             w.display = show
         if state.spec_enabled is False:
-            stats.append("speculation off", f"bold {c.get('text-muted', 'grey50')}")
+            stats.append("speculation off", f"bold {_rich_color(c.get('text-muted'), 'grey50')}")
             stats.append("\nthe run has no --speculative-algorithm", "dim")
         elif not pts:
             stats.append("no decode batch yet" if state.run else "no run", "dim")
@@ -83,3 +83,15 @@ class SpecPane(Vertical):
         if extra:
             stats.append("\n" + "  ".join(extra), "dim")
         self.query_one("#spec-stats", Static).update(stats)
+
+
+def _rich_color(value: str | None, fallback: str) -> str:
+    """``value`` when Rich can parse it as a colour, else ``fallback`` (Textual theme variables
+    may hold CSS-only values such as ``auto 60%``, which Rich refuses)."""
+    from rich.color import Color, ColorParseError
+
+    try:
+        Color.parse(value or "")
+    except ColorParseError:
+        return fallback
+    return value or fallback

@@ -1,0 +1,169 @@
+"""The console's run state word (``ConsoleState.status``) weighs what follows a traceback.
+
+Inputs are published SGLang logs (tests/data/logs/README.md says where each piece comes from,
+tests/data/cases the shared cases); expected values are read off those files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
+
+DATA = Path(__file__).parent / "data"
+REQUEST_ERROR = DATA / "logs" / "request-error.log"
+CASE24 = DATA / "cases" / "case-24" / "input.log"
+# a 0.5.x decode line, literal from shared/reference/sglang-observables.md §2 (0.5.11+, speculative)
+DECODE = ("[2026-04-23 07:32:12 TP0] Decode batch, #running-req: 8, #full token: 20480, full token usage: 0.12, "
+          "mamba num: 16, mamba usage: 0.03, accept len: 2.80, accept rate: 0.70, cuda graph: True, "
+          "gen throughput (token/s): 812.05, #queue-req: 0, ")
+
+
+def _state(lines: list[str], **run) -> ConsoleState:
+    st = ConsoleState("h")
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", **run),), "r1"))
+    off, batch = 0, []
+    for text in lines:
+        batch.append(LogLine("r1", off, text))
+        off += len(text.encode()) + 1
+    st.apply(LogLines("r1", tuple(batch)))
+    st.flush_log()
+    return st
+
+
+def _exception_line(lines: list[str]) -> str:
+    return next(t for t in lines if t.startswith("ValueError: "))
+
+
+def test_request_error_while_serving_is_not_a_crash():
+    lines = REQUEST_ERROR.read_text().splitlines()
+    st = _state(lines, state="running", pid=42)
+    assert st.ready_seen
+    assert st.status == "ready"
+    assert st.failure is None
+    assert st.request_errors == 1
+    assert st.request_error == _exception_line(lines)
+    # the decode lines after it still count
+    assert st.spec_enabled is False
+
+
+def test_request_error_then_exit_nonzero_is_a_crash_only_when_nothing_followed():
+    lines = REQUEST_ERROR.read_text().splitlines()
+    cut = next(i for i, t in enumerate(lines) if t.startswith("ValueError: ")) + 1
+    st = _state(lines[:cut], state="running", pid=42)
+    assert st.status == "ready" and st.failure is None
+    # the process is gone with a non-zero code and no batch line followed the traceback
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=1),), "r1"))
+    assert st.status == "crashed"
+    assert st.failure == _exception_line(lines)
+    # the whole log (the server went on decoding), then an exit: dead with its code, not crashed
+    st2 = _state(lines, state="exited", exit_code=137)
+    assert st2.status == "dead" and st2.failure is None
+
+
+def test_scheduler_exception_is_a_crash_while_the_process_lives():
+    lines = CASE24.read_text().splitlines()
+    st = _state(lines, state="running", pid=42)
+    # case-24 expected.md item 3/4: TP3's scheduler raised this RuntimeError; crashed after startup
+    assert st.status == "crashed"
+    assert st.failure == "Scheduler: RuntimeError: moe_sum_reduce CUDA kernel (small-token) launch failed"
+    assert st.request_errors == 0 and st.request_error is None
+
+
+def test_scheduler_exception_followed_by_decode_lines_is_a_request_error():
+    lines = CASE24.read_text().splitlines() + [DECODE]
+    st = _state(lines, state="running", pid=42)
+    # the excerpt has no "fired up" line (it ends 9 s after HTTP came up): not ready, not crashed
+    assert st.status == "starting"
+    assert st.failure is None
+    assert st.request_error == "Scheduler: RuntimeError: moe_sum_reduce CUDA kernel (small-token) launch failed"
+
+
+def test_traceback_then_sigquit_is_the_crash():
+    lines = REQUEST_ERROR.read_text().splitlines()
+    cut = next(i for i, t in enumerate(lines) if t.startswith("ValueError: ")) + 1
+    # reference §4.4: the main process's running-phase SIGQUIT line, then the kill sequence
+    tail = ["[2024-12-10 21:23:45] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+            "[2024-12-10 21:23:45] kill_process_tree called: parent_pid=2393459, include_parent=True, pid=2393459"]
+    st = _state(lines[:cut] + tail, state="running", pid=42)
+    assert st.status == "crashed"
+    assert st.failure == _exception_line(lines)
+    assert st.request_errors == 0
+
+
+# ------------------------------------------------------------- inspect's "outcome" (sglang.summary)
+
+
+def _inspect(tmp_path, lines: list[str]) -> dict:
+    from mambaconsole.sglang.inspect import inspect_text
+
+    return inspect_text("\n".join(lines) + "\n")
+
+
+def test_inspect_request_error_log_is_ready_with_a_finding(tmp_path):
+    lines = REQUEST_ERROR.read_text().splitlines()
+    r = _inspect(tmp_path, lines)
+    assert r["outcome"] == "ready" and r["failure"] is None
+    found = [f for f in r["findings"] if f["code"] == "request_error"]
+    assert len(found) == 1 and _exception_line(lines) in found[0]["message"]
+    # the last decode line's values (token usage 0.03, 46.40 tok/s, queue 0, read off the log)
+    assert (r["last_decode"]["token_usage"], r["last_decode"]["gen_throughput"], r["last_decode"]["queue"]) == (0.03, 46.40, 0)
+
+
+def test_inspect_request_error_then_crash_lines_is_crashed(tmp_path):
+    lines = REQUEST_ERROR.read_text().splitlines()
+    cut = next(i for i, t in enumerate(lines) if t.startswith("ValueError: ")) + 1
+    tail = ["[2024-12-10 21:23:45] SIGQUIT received. signum=None, frame=None. It usually means one child failed."]
+    r = _inspect(tmp_path, lines[:cut] + tail)
+    exc, msg = _exception_line(lines).split(": ", 1)
+    assert r["outcome"] == "crashed"
+    assert r["failure"] == {"phase": "runtime", "exception": exc, "message": msg, "rank": None}
+    assert not [f for f in r["findings"] if f["code"] == "request_error"]
+
+
+def test_inspect_scheduler_exception_then_decode_is_not_the_outcome(tmp_path):
+    r = _inspect(tmp_path, CASE24.read_text().splitlines())
+    assert r["outcome"] == "crashed"  # case-24 expected.md item 3
+    r = _inspect(tmp_path, CASE24.read_text().splitlines() + [DECODE])
+    assert r["outcome"] != "crashed" and r["failure"] is None
+    assert any(f["code"] == "request_error" and "moe_sum_reduce CUDA kernel (small-token) launch failed" in f["message"]
+               for f in r["findings"])
+
+
+# ------------------------------------------------------------- the console, live (LocalNode, tmux)
+
+# Prints a file (a real SGLang log), then serves until SIGINT (exit 0).
+REPLAY = """
+import signal, sys, time
+signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+sys.stdout.write(open(sys.argv[1], encoding="utf-8").read())
+sys.stdout.flush()
+while True:
+    time.sleep(0.05)
+"""
+
+
+async def test_console_shows_a_request_error_as_a_warning_not_a_crash(node_home, tmp_path, no_config):
+    import sys
+
+    import pytest
+
+    from fixtures.console import console_for, wait_until
+    from mambaconsole.node.local import LocalNode
+    from mambaconsole.node.runs import RunStore
+
+    pytest.importorskip("textual")
+    lines = REQUEST_ERROR.read_text().splitlines()
+    script = tmp_path / "replay.py"
+    script.write_text(REPLAY)
+    async with LocalNode() as node:
+        run = await RunStore(node).start([sys.executable, str(script), str(REQUEST_ERROR)])
+        app = console_for(node)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.log_total == len(lines), what="the whole log")
+            await wait_until(pilot, lambda: app.state.request_error, what="the request error")
+            await pilot.pause(0.5)
+            assert app.state.status == "ready" and app.state.failure is None
+            header = str(app.bar.render())
+            assert "READY" in header and "CRASHED" not in header
+            assert "request error: ValueError: Cannot use chat template functions" in header
+        await RunStore(node).stop(run.run_id, int_s=5)
