@@ -91,6 +91,16 @@ def _human(r: dict) -> str:
     return "\n".join(lines)
 
 
+NOT_SEEN = "—"
+
+
+def _cell(v) -> str:
+    """One per-rank value: as printed, or NOT_SEEN when the rank printed no such line."""
+    if v is None:
+        return NOT_SEEN
+    return str(v) if isinstance(v, int) else f"{v:g}"
+
+
 def _finite(v):
     """JSON has no NaN/Infinity: such values (e.g. inside a ServerArgs dump) become null."""
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
@@ -114,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
     if result["kind"] == "log":
         ranks = per_rank_memory(data.decode("utf-8", "replace"))
         if len(ranks) > 1:
-            print("memory per rank (GB; - = line not seen):")
+            print(f"memory per rank (GB; {NOT_SEEN} = the rank printed no such line):")
             for rank, m in ranks.items():
                 bs = m.pop("graph_batch_sizes")
-                print(f"  {rank:<16} " + ", ".join(f"{k} {'-' if v is None else (v if isinstance(v, int) else f'{v:g}')}" for k, v in m.items())
+                print(f"  {rank:<16} " + ", ".join(f"{k} {_cell(v)}" for k, v in m.items())
                       + (f", graph bs {len(bs)} sizes up to {max(bs)}" if bs else ""))
     return 0

@@ -15,7 +15,7 @@ from mambaconsole.sglang import events as E
 from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
 from mambaconsole.sglang.server_info import parse_server_info
-from mambaconsole.sglang.summary import Finding, rank_sort_key, summarize
+from mambaconsole.sglang.summary import Finding, RankMemory, rank_sort_key, summarize
 
 __all__ = ["detect_kind", "inspect_text", "empty_result", "KINDS"]
 
@@ -57,9 +57,13 @@ def detect_kind(text: str) -> str:
 
 def per_rank_memory(text: str) -> dict[str, dict[str, Any]]:
     """Memory lines of the last boot per rank (rank tag or "main" → RankMemory.detail()) —
-    for the readable summary; ranks that did not print a line have None there."""
+    for the readable summary. Every rank the log names has a row (the ranks of
+    ``inspect``'s ``ranks``, plus "main" when the untagged main process printed memory
+    lines); a rank that did not print a line has None there, never another rank's value."""
     s = summarize(E.parse_text(text))
-    return {(r or "main"): m.detail() for r, m in sorted(s.last.memory.items(), key=lambda kv: rank_sort_key(kv[0]))}
+    mem = s.last.memory
+    ranks = sorted(set(s.ranks) | set(mem), key=rank_sort_key)
+    return {(r or "main"): (mem[r] if r in mem else RankMemory(r)).detail() for r in ranks}
 
 
 def _log(text: str) -> dict[str, Any]:
