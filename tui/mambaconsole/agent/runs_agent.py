@@ -26,14 +26,19 @@ Ops and their results:
 
 ``start`` {argv, env, cwd, session, wrapper (source text), launched_by, wait_s}
     -> the run record (below) once the wrapper reported the server's pid (or wait_s passed).
-``list`` {adopt: bool, patterns: [[str, ...], ...]} -> [run record, ...] oldest first; with
-    ``adopt`` a server process not started by us whose argv contains one of the token
-    sequences (default ``-m sglang.launch_server``, ``sglang serve``, ``-m mambaconsole.sim``)
-    is recorded as an adopted run first.
+``list`` {adopt: bool, patterns: [[str, ...], ...], others: bool} -> [run record, ...] oldest
+    first; with ``adopt`` a server process not started by us whose argv contains one of the
+    token sequences (default ``-m sglang.launch_server``, ``sglang serve``, ``-m
+    mambaconsole.sim``) and that runs as this user (real uid) is recorded as an adopted run
+    first. Another user's server is never adopted (so never stopped); with ``others`` the
+    result is ``{"runs": [...], "others": [{"pid", "uid", "user", "argv", "started"}, ...]}``
+    naming them. An adopted run's id is the server's start time (UTC) and 4 hex digits derived
+    from the boot id, pid and start time: the same process always gets the same id, and ids
+    sort by when the servers started.
 ``get`` {run_id} -> run record.
 ``stop`` {run_id, int_s, term_s, kill_s} -> run record after the server ended. Signals only a
-    pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv and whose start
-    time matches: SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
+    pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv, whose start
+    time matches and that runs as this user (real uid; root included): SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
 ``lock`` {holder, pid, stale_s, break_since} -> {"acquired": bool, "lock": {...}}: when not
     acquired, the holder's lock with ``holder_alive`` (its console's session process on the node
     still runs: the SSH connection's sshd process, or the local console), ``age_s`` and
@@ -134,6 +139,44 @@ def _same_argv(cmdline, argv):
     if cmdline is None:
         return False
     return cmdline == argv or (len(cmdline) == len(argv) and cmdline[1:] == argv[1:])
+
+
+def _uid(pid):
+    """The real uid of pid (/proc/PID/status ``Uid:``), or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _user_name(uid):
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError, TypeError):
+        return None
+
+
+def _boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _adopted_run_id(pid, start_ticks, started):
+    """``YYYYmmdd-HHMMSS-xxxx``: the process's start time (UTC) and 4 hex digits of a hash of
+    (boot id, pid, start ticks): the same process always gets the same id."""
+    import hashlib
+
+    key = ("%s:%d:%d" % (_boot_id(), pid, start_ticks)).encode()
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(started)) + "-" + hashlib.sha1(key).hexdigest()[:4]
 
 
 def _tmux(*args, check=True):
@@ -361,13 +404,27 @@ def _adopt(runs, records, patterns):
             seen += 1
         if not nested and parents[pid] and (pid, parents[pid][1]) not in known and pid not in known_pids:
             top.append(pid)
-    if not top:
-        return []
+    me_uid = os.getuid()
+    others = []
+    mine = []
+    for pid in top:
+        uid = _uid(pid)
+        if uid == me_uid:
+            mine.append(pid)
+        else:
+            st = _stat(pid)
+            others.append({"pid": pid, "uid": uid, "user": _user_name(uid), "argv": candidates[pid],
+                           "started": _started_at(st[1]) if st else None})
+    if not mine:
+        return [], others
     panes = {p["pid"]: p for p in _panes()}
     new = []
-    for pid in top:
+    for pid in mine:
         argv = candidates[pid]
         st = _stat(pid)
+        started = _started_at(st[1]) if st else None
+        if st is None or started is None:
+            continue  # gone meanwhile (or no /proc/uptime): nothing to name it by
         pane = None
         a, seen = pid, 0
         while a > 1 and seen < 64:
@@ -377,26 +434,31 @@ def _adopt(runs, records, patterns):
             s = _stat(a)
             a = s[0] if s else 0
             seen += 1
-        rid = _new_run_id(runs)
+        rid = _adopted_run_id(pid, st[1], started)
         run_dir = os.path.join(runs, rid)
+        if os.path.exists(run_dir):
+            continue  # this very process was adopted before (its record says whether it lives)
+        # built in a hidden folder, then renamed into place: a console listing at the same
+        # time never sees half a record, and of two adopting at once exactly one wins
+        tmp = os.path.join(runs, ".adopt-%s-%s" % (rid, os.urandom(3).hex()))
+        os.mkdir(tmp)
         log_path = os.path.join(run_dir, "log")
         status = {"run_id": rid, "state": "running", "adopted": True, "pid": pid, "pgid": None,
-                  "pid_start_ticks": st[1] if st else None, "created": time.time(),
-                  "started": _started_at(st[1]) if st else None, "ended": None, "exit_code": None,
+                  "pid_start_ticks": st[1], "created": time.time(),
+                  "started": started, "ended": None, "exit_code": None, "uid": me_uid,
                   "node": socket.gethostname(), "cwd": _cwd(pid), "log_path": log_path}
         try:
             status["pgid"] = os.getpgid(pid)
         except OSError:
             pass
-        _write_json(os.path.join(run_dir, "argv.json"), argv)
-        _write_json(os.path.join(run_dir, "env.json"), {})
+        _write_json(os.path.join(tmp, "argv.json"), argv)
+        _write_json(os.path.join(tmp, "env.json"), {})
         if pane is not None:
             status.update(session=pane["session"], window=pane["window"], pane=pane["pane"],
                           log_source="tmux pane %s" % pane["pane"])
             cap = _tmux("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane["pane"], check=False)
-            with open(log_path, "wb") as f:
+            with open(os.path.join(tmp, "log"), "wb") as f:
                 f.write(cap.stdout.rstrip(b"\n") + b"\n" if cap.stdout.strip() else b"")
-            _tmux("pipe-pane", "-o", "-t", pane["pane"], "cat >> " + shlex.quote(log_path), check=False)
         else:
             out = None
             try:
@@ -406,11 +468,18 @@ def _adopt(runs, records, patterns):
             if out and out.startswith("/") and os.path.isfile(out):
                 status.update(log_path=out, log_source="file %s (the process's stdout)" % out)
             else:
-                open(log_path, "ab").close()
+                open(os.path.join(tmp, "log"), "ab").close()
                 status.update(log_source="none: not in tmux and stdout is not a file")
-        _write_json(os.path.join(run_dir, "status.json"), status)
+        _write_json(os.path.join(tmp, "status.json"), status)
+        try:
+            os.rename(tmp, run_dir)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another console adopted it first
+            continue
+        if pane is not None:
+            _tmux("pipe-pane", "-o", "-t", pane["pane"], "cat >> " + shlex.quote(log_path), check=False)
         new.append(rid)
-    return new
+    return new, others
 
 
 def _started_at(start_ticks):
@@ -434,10 +503,14 @@ def op_list(req):
     runs = _runs_dir(req)
     ids = sorted(d for d in os.listdir(runs) if not d.startswith(".") and os.path.isdir(os.path.join(runs, d)))
     records = [_record(runs, rid) for rid in ids]
+    others = []
     if req.get("adopt"):
         live = [r for r in records if r["alive"] or r["state"] in ("starting", "running")]
-        new = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS)
+        new, others = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS)
         records += [_record(runs, rid) for rid in new]
+        records.sort(key=lambda r: r["run_id"])
+    if req.get("others"):
+        return {"runs": records, "others": others}
     return records
 
 
@@ -464,6 +537,10 @@ def op_stop(req):
     # the pid must still be the process we recorded: same argv, same start time
     if not _same_argv(_cmdline(pid), rec["argv"]) or (ticks is not None and _stat(pid)[1] != ticks):
         raise Fail("pid %d no longer runs the argv recorded for run %s; not signalling it" % (pid, rec["run_id"]))
+    uid = _uid(pid)
+    if uid != os.getuid():
+        raise Fail("run %s is another user's server (pid %d, uid %s%s); not signalling it"
+                   % (rec["run_id"], pid, uid, "/" + (_user_name(uid) or "?")))
     group = rec.get("pgid") == pid
     steps = [(signal.SIGINT, float(req.get("int_s", 30))), (signal.SIGTERM, float(req.get("term_s", 10))),
              (signal.SIGKILL, float(req.get("kill_s", 5)))]

@@ -2,12 +2,16 @@
 
 Table columns: run id, started (this machine's local time), state (``running``,
 ``exited CODE``, ``adopted``, ``gone``, ``lost``, ``starting``) and the argv. A server started by
-hand (``sglang.launch_server`` / ``sglang serve`` / ``mambaconsole.sim``) is recorded as an
-adopted run first, unless ``--no-adopt``.
+hand (``sglang.launch_server`` / ``sglang serve`` / ``mambaconsole.sim``) by this user is
+recorded as an adopted run first, unless ``--no-adopt``; a server of another user is listed
+after the table as "other user's server (uid/name), not adopted" and is never adopted or
+stopped.
 
 ``--json``: a JSON list of objects with the keys ``run_id``, ``state``, ``exit_code``,
 ``signal``, ``pid``, ``started``, ``ended`` (unix seconds, node clock), ``adopted``, ``argv``,
-``session``, ``window``, ``pane``, ``log_path``, ``run_dir``.
+``session``, ``window``, ``pane``, ``log_path``, ``run_dir``; then one object per other
+user's server with ``run_id`` null, ``state`` ``"other_user"``, ``adopted`` false, ``pid``,
+``uid``, ``user``, ``started`` and ``argv``.
 """
 
 from __future__ import annotations
@@ -46,15 +50,27 @@ def table(runs) -> str:
 
 
 async def _main(args) -> int:
+    others: list[dict] = []
     async with await connect(args.host) as node:
-        runs = await RunStore(node).list(adopt=not args.no_adopt)
+        if args.no_adopt:
+            runs = await RunStore(node).list(adopt=False)
+        else:
+            runs, others = await RunStore(node).list_with_others()
     if args.json:
-        print(json.dumps([{k: r.record.get(k) for k in JSON_KEYS} | {"state": r.state, "argv": r.argv} for r in runs],
-                         indent=1))
-    elif not runs:
+        rows = [{k: r.record.get(k) for k in JSON_KEYS} | {"state": r.state, "argv": r.argv} for r in runs]
+        rows += [{k: None for k in JSON_KEYS} | {"state": "other_user", "adopted": False, "pid": o.get("pid"),
+                                                 "uid": o.get("uid"), "user": o.get("user"),
+                                                 "started": o.get("started"), "argv": o.get("argv") or []}
+                 for o in others]
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not runs:
         print(f"no runs on {args.host} (start one: mambaconsole launch {args.host} -- ARGS)")
     else:
         print(table(runs))
+    for o in others:
+        print(f"other user's server ({o.get('uid')}/{o.get('user') or '?'}), not adopted: pid {o.get('pid')}, "
+              f"started {when(o.get('started'))}: {shlex.join(o.get('argv') or [])}")
     return 0
 
 

@@ -181,12 +181,24 @@ class RunStore:
         return Run.from_record(rec)
 
     async def list(self, *, adopt: bool = True, patterns: Sequence[Sequence[str]] | None = None) -> list[Run]:
-        """All runs, oldest first. With ``adopt``, a server started by hand is recorded first as
-        an adopted run (see runs_agent.py for how it is found)."""
+        """All runs, oldest first. With ``adopt``, a server started by hand by this user is
+        recorded first as an adopted run (see runs_agent.py for how it is found); another
+        user's server is never adopted (:meth:`list_with_others` names them)."""
         req: dict = {"adopt": adopt}
         if patterns:
             req["patterns"] = [list(p) for p in patterns]
         return [Run.from_record(r) for r in await self._call("list", req)]
+
+    async def list_with_others(self, *, patterns: Sequence[Sequence[str]] | None = None
+                               ) -> tuple[list[Run], list[dict]]:
+        """Like ``list(adopt=True)``, plus the servers that run as another user on the node:
+        never adopted (so never stopped), each ``{"pid", "uid", "user", "argv", "started"}``
+        (``started`` unix seconds, node clock; ``user`` None when the uid has no name)."""
+        req: dict = {"adopt": True, "others": True}
+        if patterns:
+            req["patterns"] = [list(p) for p in patterns]
+        res = await self._call("list", req)
+        return [Run.from_record(r) for r in res["runs"]], list(res["others"])
 
     async def get(self, run_id: str) -> Run:
         return Run.from_record(await self._call("get", {"run_id": run_id}))
