@@ -162,3 +162,57 @@ async def test_hostile_editor_values(demo_home):
         i = argv.index("--speculative-draft-model-path")
         assert argv[i + 1] == hostile
         assert not canary.exists()
+
+
+async def test_access_lines_of_the_polls_dim_hide_show(demo_home):
+    """The console's own /server_info and /metrics polls print uvicorn access lines into the
+    sim's log: dimmed by default, ``a`` hides them from the view (the state keeps them), then
+    shows them plain, then dims them again."""
+    demo = Demo(demo_home, speed=SPEED)
+
+    async def start_working():
+        await demo.feed.store.start(sim_demo.sim_command(sim_demo.working_argv(port=demo.port), speed=SPEED),
+                                    env=demo.run_env(), session="demo")
+
+    def is_poll(text: str) -> bool:  # the sim's access line (sim/http.py) for a path the console polls
+        return text.startswith("INFO:     127.0.0.1:") and any(
+            f'"GET {p} HTTP/1.1"' in text for p in ("/server_info", "/get_server_info", "/metrics", "/health"))
+
+    app = ConsoleApp(demo.make_feed(), poll_s=0.3, prepare=start_working, on_quit=demo.stop)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.log_pane
+        await wait_until(pilot, lambda: sum(is_poll(ln.text) for ln in app.state.log) >= 3, timeout=60,
+                         what="access lines of the polls")
+        polls = [ln.text for ln in app.state.log if is_poll(ln.text)]
+        others = [ln.text for ln in app.state.log if not is_poll(ln.text)]
+        assert any("Decode batch" in t or "fired up" in t for t in others)
+        # dim: shown, every character dimmed; the other lines are not dimmed as a whole
+        shown = {ln.text: ln for ln in pane._shown}
+        assert set(polls) <= set(shown)
+        for t in polls:
+            styled = pane.view.line_text(shown[t])
+            assert any(sp.start == 0 and sp.end == len(t) and "dim" in str(sp.style) for sp in styled.spans), styled.spans
+        ready = next(ln for ln in pane._shown if "fired up" in ln.text)
+        assert not any(sp.start == 0 and sp.end == len(ready.text) and "dim" in str(sp.style)
+                       for sp in pane.view.line_text(ready).spans)
+        # a: hidden from the view, kept in the state
+        pane.view.focus()
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        assert pane.access_mode == "hide"
+        assert not any(is_poll(ln.text) for ln in pane._shown)
+        assert sum(is_poll(ln.text) for ln in app.state.log) >= len(polls)
+        assert "access lines hidden" in str(pane.query_one("#log-status").render())
+        n_before = app.state.log_total
+        await wait_until(pilot, lambda: app.state.log_total > n_before + 2, timeout=30, what="more lines")
+        assert not any(is_poll(ln.text) for ln in pane._shown)  # new ones stay hidden too
+        # a: shown plain (the severity/envelope styling only: no span over the whole line)
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        assert pane.access_mode == "show"
+        line = next(ln for ln in pane._shown if is_poll(ln.text))
+        assert not any("dim" in str(sp.style) for sp in pane.view.line_text(line).spans)
+        # a: back to dim
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        assert pane.access_mode == "dim" and any(is_poll(ln.text) for ln in pane._shown)

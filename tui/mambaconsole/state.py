@@ -16,11 +16,13 @@ still works (text and severity only) and the speculative pane stays empty.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 
@@ -217,12 +219,13 @@ class ArgRow:
     disagrees: bool = False
 
 
-@dataclass
-class SpecPoint:
-    t: float
-    accept_len: float
+class SpecPoint(NamedTuple):
+    """One decode batch's speculative numbers (kept in a :class:`TupleBuffer`)."""
+
+    t: float  # console clock, Unix seconds
+    accept_len: float  # tokens per request per verify step
     accept_rate: float | None
-    throughput: float | None
+    throughput: float | None  # gen throughput, token/s
 
 
 _ERR = re.compile(r"Traceback \(most recent call last\)|(^|\s)[\w.]*(Error|Exception)(:|$)|hit an exception|"
@@ -231,23 +234,153 @@ _WARN = re.compile(r"\bWARNING\b|\bwarn(ing)?\b|[Dd]eprecat|Disabling|Falling ba
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
 
+# words one of which every match of _ERR / _WARN contains: a line with none of them skips the
+# regex (most lines; _ERR's exception-name branch is slow on long lines)
+_ERR_HINTS = ("Error", "Exception", "Traceback", "exception", "memory", "ERROR", "Killed", "SIGQUIT", "sigquit")
+_WARN_HINTS = ("WARN", "warn", "eprecat", "Disabling", "Falling back", "Automatically")
+
+
+def severities(texts: list[str]) -> list[str]:
+    """:func:`severity` of each line of a batch; a batch in which no line can be more than
+    ``info`` (the usual flood of decode lines) is told by one scan of the joined text."""
+    joined = "\n".join(texts)
+    if ("fired up" in joined or any(h in joined for h in _ERR_HINTS)
+            or any(h in joined for h in _WARN_HINTS)):
+        return [severity(t) for t in texts]
+    return ["info"] * len(texts)
+
+
+def poll_access_flags(texts: list[str]) -> list[bool]:
+    """:func:`is_poll_access` of each line of a batch (one scan when none can be)."""
+    joined = "\n".join(texts)
+    if '- "GET /' not in joined and "\x1b" not in joined:
+        return [False] * len(texts)
+    return [is_poll_access(t) for t in texts]
+
+
 def severity(text: str) -> str:
     """``error``/``warning``/``ready``/``info`` for a log line (SGLang's envelope carries no level,
     so this reads the message: tracebacks, exception names, OOM, warnings' usual words)."""
-    if _READY.search(text):
+    if "fired up" in text and _READY.search(text):
         return "ready"
-    if _ERR.search(text):
+    if any(h in text for h in _ERR_HINTS) and _ERR.search(text):
         return "error"
-    if _WARN.search(text):
+    if any(h in text for h in _WARN_HINTS) and _WARN.search(text):
         return "warning"
     return "info"
 
 
-@dataclass
-class ShownLine:
-    offset: int
+#: the endpoints the console itself polls (ui/feed.py) or that health checks hit
+POLL_PATHS = frozenset({"/health", "/health_generate", "/metrics", "/server_info", "/get_server_info",
+                        "/model_info", "/get_model_info", "/v1/models"})
+# uvicorn's access line (uvicorn.logging.AccessFormatter, default fmt
+# '%(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'; SGLang's http_server
+# keeps uvicorn's LOGGING_CONFIG for it): 'INFO:     127.0.0.1:52344 - "GET /metrics HTTP/1.1" 200 OK'
+_ACCESS = re.compile(r'^(?:\[[^\]]*\]\s*)?INFO:\s+\S+ - "GET (?P<path>/[^\s?"]*)[^"]*" \d{3}\b')
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def is_poll_access(text: str) -> bool:
+    """An HTTP access line of a poll (``GET`` of one of :data:`POLL_PATHS`), as uvicorn prints it
+    (with or without its colours)."""
+    if '- "GET /' not in text and "\x1b" not in text:
+        return False
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    m = _ACCESS.match(text)
+    return bool(m) and m.group("path") in POLL_PATHS
+
+
+class ShownLine(NamedTuple):
+    """One kept line of the shown log, as :class:`LineBuffer` hands it out."""
+
+    offset: int  # byte offset of the line in the run's log
     text: str
-    severity: str
+    severity: str  # severity(text)
+    access: bool = False  # an HTTP access line of a poll (is_poll_access)
+
+
+class TupleBuffer:
+    """A bounded deque of records (a NamedTuple type of atoms: numbers, strings, None), oldest
+    first, for records that arrive by the thousand per second (log lines, decode batches).
+
+    Stored as plain tuples, which the garbage collector stops tracking after their first
+    collection: as tracked objects (NamedTuple or dataclass instances) a flood would promote
+    thousands per second to the oldest generation and lengthen every full collection (each
+    one a dropped frame). Records are built on access; iterate or index like a deque."""
+
+    __slots__ = ("_d",)
+    _make: Callable[[Iterable[Any]], Any] = tuple
+
+    def __init__(self, lines: Iterable[tuple] = (), maxlen: int | None = None) -> None:
+        self._d: deque[tuple] = deque((tuple(ln) for ln in lines), maxlen=maxlen)
+
+    @property
+    def maxlen(self) -> int | None:
+        return self._d.maxlen
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __bool__(self) -> bool:
+        return bool(self._d)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(type(self)._make, self._d)
+
+    def __reversed__(self) -> Iterator[Any]:
+        return map(type(self)._make, reversed(self._d))
+
+    def __getitem__(self, i: int) -> Any:
+        return type(self)._make(self._d[i])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self._d)} records, maxlen={self._d.maxlen})"
+
+    def append(self, *fields: Any) -> None:
+        """Append one record, given as its fields."""
+        self._d.append(fields)
+
+    def extend(self, records: Iterable[tuple]) -> None:
+        """Append records (the NamedTuple or plain tuples)."""
+        self._d.extend(tuple(r) if type(r) is not tuple else r for r in records)
+
+    def clear(self) -> None:
+        self._d.clear()
+
+    def tail(self, n: int) -> list[Any]:
+        """The last ``n`` records, oldest first (costs ``n``, not the records kept)."""
+        if n <= 0:
+            return []
+        out = list(map(type(self)._make, itertools.islice(reversed(self._d), n)))
+        out.reverse()
+        return out
+
+
+class LineBuffer(TupleBuffer):
+    """The last ``maxlen`` lines of a log as :class:`ShownLine` (see :class:`TupleBuffer`)."""
+
+    __slots__ = ()
+    _make = ShownLine._make
+
+
+class SpecBuffer(TupleBuffer):
+    """The last ``maxlen`` decode batches' :class:`SpecPoint` (see :class:`TupleBuffer`)."""
+
+    __slots__ = ()
+    _make = SpecPoint._make
+
+
+_EVENTS: Any = None
+
+
+def _events() -> Any:
+    """:mod:`mambaconsole.sglang.events`, imported on first use (not per event)."""
+    global _EVENTS
+    from mambaconsole.sglang import events
+
+    _EVENTS = events
+    return events
 
 
 def _log_parser() -> Any:
@@ -304,14 +437,14 @@ class ConsoleState:
         self.resolution: dict | None = None
         self.rows: list[ArgRow] = []
         # log
-        self.log: deque[ShownLine] = deque(maxlen=log_keep)
+        self.log = LineBuffer(maxlen=log_keep)
         self.log_total = 0
         self.log_dropped = 0
         self.first_error_offset: int | None = None
         self.log_offset = 0  # next byte to read of the shown run's log
         self.log_generation = 0  # bumped whenever the log pane must start over
         # spec
-        self.spec: deque[SpecPoint] = deque(maxlen=SPEC_KEEP)
+        self.spec = SpecBuffer(maxlen=SPEC_KEEP)
         self.spec_enabled: bool | None = None  # None: not known yet
         self.spec_sum = 0.0
         self.spec_n = 0
@@ -520,6 +653,11 @@ class ConsoleState:
         self.log_run_id = run_id
         self.log_generation += 1
 
+    def log_since(self, total: int) -> list[ShownLine]:
+        """The kept lines appended after :attr:`log_total` was ``total`` (oldest first); costs the
+        lines returned, not the lines kept."""
+        return self.log.tail(min(self.log_total - total, len(self.log)))
+
     def _on_LogLines(self, ev: LogLines) -> set[str]:
         if self.log_run_id is None:
             self.log_run_id = ev.run_id
@@ -531,20 +669,41 @@ class ConsoleState:
         if ev.reset:
             self.log_offset = 0  # truncated or rotated: the file's offsets start over
         following_current = self.run is not None and ev.run_id == self.run.run_id
-        for line in ev.lines:
+        lines = [ln for ln in ev.lines if ln.offset >= self.log_offset] if self.log_offset else list(ev.lines)
+        texts = [ln.text for ln in lines]
+        sevs = severities(texts)
+        access = poll_access_flags(texts)
+        log = self.log
+        understand: list[str] = []
+        for line, text, sev, acc in zip(lines, texts, sevs, access):
             if line.offset < self.log_offset:
                 continue  # already seen (reconnect resumes from an offset): never repeat a line
-            n = line.nbytes if line.nbytes is not None else len(line.text.encode("utf-8", "surrogateescape"))
+            understand.append(text)
+            n = line.nbytes if line.nbytes is not None else len(text.encode("utf-8", "surrogateescape"))
             self.log_offset = line.offset + n + 1
-            sev = severity(line.text)
-            if len(self.log) == self.log.maxlen:
+            if len(log) == log.maxlen:
                 self.log_dropped += 1
-            self.log.append(ShownLine(line.offset, line.text, sev))
+            log.append(line.offset, text, sev, acc)
             self.log_total += 1
             if sev == "error" and self.first_error_offset is None:
                 self.first_error_offset = line.offset
-            if following_current:
-                changed |= self._understand(line.text)
+        if understand and following_current:
+            changed |= self._understand_many(understand)
+        return changed
+
+    def _understand_many(self, texts: list[str]) -> set[str]:
+        """:meth:`_understand` for a batch of lines, through the parser's batch entry
+        (:meth:`~mambaconsole.sglang.events.LogParser.feed_many`, same events as per line)."""
+        changed: set[str] = set()
+        feed_many, fold = self._parser.feed_many, self._on_sglang
+        # in chunks: a whole batch's events alive at once would outlive the young generation
+        for i in range(0, len(texts), 64):
+            try:
+                events = feed_many(texts[i:i + 64])
+            except Exception:  # the parser promises not to raise; never let a line break the UI
+                continue
+            for e in events:
+                changed |= fold(e)
         return changed
 
     def _understand(self, text: str) -> set[str]:
@@ -576,7 +735,7 @@ class ConsoleState:
         return rank == self._budget_rank
 
     def _on_sglang(self, e: Any) -> set[str]:
-        from mambaconsole.sglang import events as ev
+        ev = _EVENTS or _events()
 
         if isinstance(e, ev.DecodeBatch):
             self._served_after_error()
@@ -586,7 +745,7 @@ class ConsoleState:
                     self.spec_enabled = False
                 return {"spec"}
             self.spec_enabled = True
-            self.spec.append(SpecPoint(self.clock(), alen, e.accept_rate, e.gen_throughput))
+            self.spec.append(self.clock(), alen, e.accept_rate, e.gen_throughput)
             self.spec_sum += alen
             self.spec_n += 1
             self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0

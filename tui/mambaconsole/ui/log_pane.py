@@ -1,8 +1,10 @@
 """Log pane: the tail of a run's log. Follows by default, pauses when scrolled up (and counts
 the new lines), ``/`` search with ``n``/``N``, ``f`` filter (regex, ``!`` prefix inverts),
-severity colours, ``E`` jumps to the first error, ``r`` picks another run's log. Always says
-whose log it shows, and warns when that is not the current run's or is older than the run.
-Memory is bounded by :data:`mambaconsole.state.LOG_KEEP` lines."""
+severity colours, ``E`` jumps to the first error, ``r`` picks another run's log, ``a`` cycles the
+HTTP access lines of the console's own polls (dim / hide / show). Always says whose log it
+shows, and warns when that is not the current run's or is older than the run. Memory is bounded
+by :data:`mambaconsole.state.LOG_KEEP` lines; the rows are drawn by
+:class:`mambaconsole.ui.log_view.LogView`, which renders only the visible ones."""
 
 from __future__ import annotations
 
@@ -12,11 +14,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Input, RichLog, Static
+from textual.widgets import Input, Static
 
-from mambaconsole.state import LOG_KEEP, ConsoleState, ShownLine
-
-_ENVELOPE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?[^\]]*\]")
+from mambaconsole.state import LOG_KEEP, ConsoleState, LineBuffer, ShownLine
+from mambaconsole.ui.log_view import ACCESS_MODES, LogView
 
 
 def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
@@ -39,13 +40,14 @@ class LogPane(Vertical):
         Binding("N", "prev_match", "Prev", show=False),
         Binding("f", "filter", "Filter"),
         Binding("E", "first_error", "First error"),
+        Binding("a", "cycle_access", "Access lines", show=False),
         Binding("end,G", "follow", "Follow", show=False),
         Binding("r", "pick_run", "Pick run", show=False),
     ]
 
     DEFAULT_CSS = """
     LogPane #log-title { height: 1; }
-    LogPane RichLog { height: 1fr; background: $surface; scrollbar-size-vertical: 1; }
+    LogPane LogView { height: 1fr; scrollbar-size-vertical: 1; }
     LogPane Input { display: none; height: 1; border: none; }
     LogPane Input.shown { display: block; }
     LogPane #log-status { height: 1; color: $text-muted; }
@@ -55,27 +57,33 @@ class LogPane(Vertical):
         super().__init__(**kw)
         self.search_text = ""
         self.filter_text = ""
+        self.access_mode = ACCESS_MODES[0]
         self._filter: re.Pattern | None = None
         self._invert = False
-        self._shown: list[ShownLine] = []
-        self._last_offset = -1
+        self._seen_total = 0  # state.log_total when the view last took the state's new lines
         self._run_id: str | None = None
         self._generation = -1
         self._new = 0
         self._match_at: int | None = None
         self._state: ConsoleState | None = None
         self._note = ""
+        self._texts: dict[str, Text] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-title")
         yield Input(placeholder="search (Enter: next, Esc: close)", id="log-search")
         yield Input(placeholder="filter: regex, !regex keeps the others (Esc: clear)", id="log-filter")
-        yield RichLog(id="log-view", max_lines=LOG_KEEP, wrap=False, markup=False, auto_scroll=False)
+        yield LogView(max_lines=LOG_KEEP, id="log-view")
         yield Static("", id="log-status")
 
     @property
-    def view(self) -> RichLog:
-        return self.query_one("#log-view", RichLog)
+    def view(self) -> LogView:
+        return self.query_one("#log-view", LogView)
+
+    @property
+    def _shown(self) -> LineBuffer:
+        """The lines the view may show (after the filter and the access-line mode), oldest first."""
+        return self.view.lines
 
     @property
     def following(self) -> bool:
@@ -85,65 +93,47 @@ class LogPane(Vertical):
     def _colors(self) -> dict[str, str]:
         c = self.app.theme_variables
         return {"error": c.get("error", "red"), "warning": c.get("warning", "yellow"),
-                "ready": c.get("success", "green"), "info": ""}
+                "ready": c.get("success", "green")}
 
-    def _line_text(self, line: ShownLine, colors: dict[str, str]) -> Text:
-        t = Text(line.text.replace("\t", "    "), no_wrap=True)
-        m = _ENVELOPE.match(line.text)
-        if m:
-            t.stylize("dim", 0, m.end())
-        sev = colors.get(line.severity, "")
-        if sev:
-            t.stylize(f"bold {sev}" if line.severity != "warning" else sev, m.end() if m else 0)
-        if self.search_text:
-            t.highlight_words([self.search_text], "reverse", case_sensitive=False)
-        return t
+    def _line_text(self, line: ShownLine) -> Text:
+        return self.view.line_text(line)
 
     def _keep(self, line: ShownLine) -> bool:
+        if line.access and self.access_mode == "hide":
+            return False
         if self._filter is None:
             return True
         return bool(self._filter.search(line.text)) != self._invert
 
     def refresh_from(self, state: ConsoleState) -> None:
         self._state = state
+        self.view.restyle(colors=self._colors())
         if state.log_generation != self._generation or state.log_run_id != self._run_id:
             self._rebuild(state)
         else:
-            follow = self.following
-            colors = self._colors()
-            added = 0
-            for line in state.log:
-                if line.offset <= self._last_offset:
-                    continue
-                self._last_offset = line.offset
-                if not self._keep(line):
-                    continue
-                self._shown.append(line)
-                self.view.write(self._line_text(line, colors), scroll_end=False)
-                added += 1
-            if len(self._shown) > LOG_KEEP:
-                del self._shown[: len(self._shown) - LOG_KEEP]
-            if added:
+            new = state.log_since(self._seen_total)
+            self._seen_total = state.log_total
+            if self._filter is not None or self.access_mode == "hide":
+                new = [ln for ln in new if self._keep(ln)]
+            if new:
+                follow = self.following
+                added = self.view.extend(new, follow=follow)
                 if follow:
-                    self.view.scroll_end(animate=False, immediate=True)
                     self._new = 0
                 else:
                     self._new += added
         self._update_title(state)
 
     def _rebuild(self, state: ConsoleState, follow: bool = True) -> None:
-        colors = self._colors()
         self._run_id = state.log_run_id
         self._generation = state.log_generation
-        self.view.clear()
-        self._shown = [ln for ln in state.log if self._keep(ln)]
-        self._last_offset = state.log[-1].offset if state.log else -1
-        for ln in self._shown:
-            self.view.write(self._line_text(ln, colors), scroll_end=False)
+        self._seen_total = state.log_total
+        self.view.set_lines(ln for ln in state.log if self._keep(ln))
         if follow:
-            self.view.scroll_end(animate=False, immediate=True)
-            if not self.view.size.height:  # not laid out yet: scroll once the size is known
-                self.call_after_refresh(self.view.scroll_end, animate=False)
+            self.view.scroll_end(animate=False, immediate=True, x_axis=False)
+            # not laid out yet: scroll once the size is known (not later: by then the user may
+            # have scrolled up)
+            self.view.pin_end = not self.view.size.height
         self._new = 0
 
     def _update_title(self, state: ConsoleState) -> None:
@@ -158,7 +148,7 @@ class LogPane(Vertical):
                 t.append("  ⚠ log file older than the run", f"bold reverse {c.get('warning', 'yellow')}")
         if state.run and state.run.state == "never_started":
             t.append("  ⚠ the run never started", f"bold reverse {c.get('error', 'red')}")
-        self.query_one("#log-title", Static).update(t)
+        self._set_static("#log-title", t)
         s = Text(no_wrap=True, overflow="ellipsis")
         if self._new:
             s.append(f" ▼ {self._new} new lines (End: follow) ", f"bold reverse {c.get('accent', 'magenta')}")
@@ -171,9 +161,17 @@ class LogPane(Vertical):
             s.append(f"  filter {'!' if self._invert else ''}{self._filter.pattern!s}: {len(self._shown)} shown")
         if self.search_text:
             s.append(f"  search '{self.search_text}'")
+        if self.access_mode != ACCESS_MODES[0]:
+            s.append(f"  access lines {'hidden' if self.access_mode == 'hide' else 'shown'}")
         if self._note:
             s.append(f"  {self._note}", c.get("warning", "yellow"))
-        self.query_one("#log-status", Static).update(s)
+        self._set_static("#log-status", s)
+
+    def _set_static(self, selector: str, text: Text) -> None:
+        """Update a one-row Static only when its text changed (no layout: the row stays one)."""
+        if self._texts.get(selector) != text:
+            self._texts[selector] = text
+            self.query_one(selector, Static).update(text, layout=False)
 
     # ----------------------------------------------------------------- actions
     def action_follow(self) -> None:
@@ -208,9 +206,20 @@ class LogPane(Vertical):
     def set_search(self, text: str) -> None:
         self.search_text = text
         self._match_at = None
+        self.view.restyle(search=text)
         if self._state:
-            self._rebuild(self._state, follow=False)
             self.action_next_match()
+
+    def action_cycle_access(self) -> None:
+        """``a``: HTTP access lines of the console's own polls dimmed (default), hidden, shown
+        plain. Hiding only leaves them out of the view; the state keeps them."""
+        old = self.access_mode
+        self.access_mode = ACCESS_MODES[(ACCESS_MODES.index(old) + 1) % len(ACCESS_MODES)]
+        self.view.restyle(access=self.access_mode)
+        if "hide" in (old, self.access_mode) and self._state:
+            self._rebuild(self._state, follow=self.following)
+        if self._state:
+            self._update_title(self._state)
 
     def on_input_submitted(self, ev: Input.Submitted) -> None:
         if ev.input.id == "log-search":
