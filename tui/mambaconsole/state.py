@@ -350,9 +350,13 @@ class TupleBuffer:
 
     def tail(self, n: int) -> list[Any]:
         """The last ``n`` records, oldest first (costs ``n``, not the records kept)."""
+        return list(map(type(self)._make, self.tail_raw(n)))
+
+    def tail_raw(self, n: int) -> list[tuple]:
+        """:meth:`tail` as the stored plain tuples (field order of the record type)."""
         if n <= 0:
             return []
-        out = list(map(type(self)._make, itertools.islice(reversed(self._d), n)))
+        out = list(itertools.islice(reversed(self._d), n))
         out.reverse()
         return out
 
@@ -653,10 +657,12 @@ class ConsoleState:
         self.log_run_id = run_id
         self.log_generation += 1
 
-    def log_since(self, total: int) -> list[ShownLine]:
-        """The kept lines appended after :attr:`log_total` was ``total`` (oldest first); costs the
-        lines returned, not the lines kept."""
-        return self.log.tail(min(self.log_total - total, len(self.log)))
+    def log_since(self, total: int, *, raw: bool = False) -> list[Any]:
+        """The kept lines appended after :attr:`log_total` was ``total`` (oldest first), as
+        :class:`ShownLine` or (``raw``) plain ``(offset, text, severity, access)`` tuples;
+        costs the lines returned, not the lines kept."""
+        n = min(self.log_total - total, len(self.log))
+        return self.log.tail_raw(n) if raw else self.log.tail(n)
 
     def _on_LogLines(self, ev: LogLines) -> set[str]:
         if self.log_run_id is None:

@@ -111,10 +111,10 @@ class LogPane(Vertical):
         if state.log_generation != self._generation or state.log_run_id != self._run_id:
             self._rebuild(state)
         else:
-            new = state.log_since(self._seen_total)
+            new = state.log_since(self._seen_total, raw=True)  # (offset, text, severity, access)
             self._seen_total = state.log_total
             if self._filter is not None or self.access_mode == "hide":
-                new = [ln for ln in new if self._keep(ln)]
+                new = [ln for ln in new if self._keep(ShownLine._make(ln))]
             if new:
                 follow = self.following
                 added = self.view.extend(new, follow=follow)

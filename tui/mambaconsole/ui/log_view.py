@@ -75,8 +75,8 @@ class LogView(ScrollView, can_focus=True):
         self.virtual_size = Size(0, 0)
         self.refresh()
 
-    def extend(self, lines: Iterable[ShownLine], *, follow: bool) -> int:
-        """Append lines (oldest first); scroll to the end when ``follow``, else keep the rows on
+    def extend(self, lines: Iterable[tuple], *, follow: bool) -> int:
+        """Append lines (oldest first; :class:`ShownLine` or its plain tuples); scroll to the end when ``follow``, else keep the rows on
         screen where they are (lines falling off the front shift the scroll position). Returns
         the number of lines appended."""
         lines = list(lines)
@@ -91,7 +91,7 @@ class LogView(ScrollView, can_focus=True):
         self.lines.extend(lines)
         w = self._width
         for ln in lines:
-            t = ln.text
+            t = ln[1]  # text
             n = len(t) if t.isascii() and "\t" not in t else cell_len(_clean(t))
             if n > w:
                 w = n
