@@ -92,4 +92,4 @@ class StatusBar(Static):
                 parts.append(v.get(p[1:], "red") if p.startswith("$") else p)
             styles[word] = " ".join(parts)
         styles["simulated"] = f"bold reverse {v.get('warning', 'yellow')}"
-        self.update(status_text(state, styles))
+        self.update(status_text(state, styles), layout=False)  # height: 2, whatever the text

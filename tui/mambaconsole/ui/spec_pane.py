@@ -6,6 +6,7 @@ token excluded; 0.5.9-0.5.10 include the bonus token): the pane says which."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -38,7 +39,7 @@ class SpecPane(Vertical):
     def refresh_from(self, state: ConsoleState) -> None:
         c = self.app.theme_variables
         stats = Text()
-        pts = list(state.spec)
+        pts = state.spec.tail(200)  # the sparklines' points (SPEC_KEEP are kept)
         spark_len = self.query_one("#spark-len", Sparkline)
         spark_thr = self.query_one("#spark-thr", Sparkline)
         show = bool(pts)
@@ -71,8 +72,8 @@ class SpecPane(Vertical):
             if state.collapsed:
                 stats.append("\n ⚠ COLLAPSE: accept length ≈ 1.00, drafts all rejected ",
                              f"bold reverse {c.get('error', 'red')}")
-            spark_len.data = [p.accept_len for p in pts[-200:]]
-            thr = [p.throughput for p in pts[-200:] if p.throughput is not None]
+            spark_len.data = [p.accept_len for p in pts]
+            thr = [p.throughput for p in pts if p.throughput is not None]
             spark_thr.data = thr
         m = state.metrics
         extra = []
@@ -82,7 +83,13 @@ class SpecPane(Vertical):
                 extra.append(f"{label} {m[key]:g}")
         if extra:
             stats.append("\n" + "  ".join(extra), "dim")
-        self.query_one("#spec-stats", Static).update(stats)
+        box = self.query_one("#spec-stats", Static)
+        # height: auto: a new layout only when the text's height may change (rows, or a row
+        # wider than the box), not for every decode batch (a flood of them is 20 frames/s)
+        rows = stats.plain.split("\n")
+        shape = (len(rows), max(cell_len(r) for r in rows) > box.size.width)
+        box.update(stats, layout=shape != getattr(self, "_shape", None) or shape[1])
+        self._shape = shape
 
 
 def _rich_color(value: str | None, fallback: str) -> str:
