@@ -504,6 +504,30 @@ def test_feed_many_equals_feed_per_line(lines, cuts):
         "\n" in x[:-1] or "\r" in x for x in lines)
 
 
+def _full(events):
+    return [(type(e).__name__, {k: v for k, v in vars(e).items() if not k.startswith("_")})
+            for e in events]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(REAL_LINES), pieces, st.text(max_size=80)), max_size=40))
+def test_hot_path_equals_general_path(lines):
+    """feed_many's inline path for clean str lines gives the same events, field for field, as
+    the general path that bytes lines take (decoded, control-stripped, envelope split)."""
+    lines = [x for x in lines if "\r" not in x and "\n" not in x[:-1]]
+    hot, general = LogParser(), LogParser()
+    a = hot.feed_many(lines) + hot.flush()
+    b = general.feed_many([x.encode("utf-8", "surrogatepass") for x in lines]) + general.flush()
+    assert _full(a) == _full(b)
+
+
+def test_hot_path_equals_general_path_on_real_logs():
+    hot, general = LogParser(), LogParser()
+    a = hot.feed_many(REAL_LINES) + hot.flush()
+    b = general.feed_many([x.encode() for x in REAL_LINES]) + general.flush()
+    assert len(a) > 50 and _full(a) == _full(b)
+
+
 def test_peek_shows_the_pending_record_without_consuming_it():
     p = LogParser()
     assert p.peek() is None

@@ -1556,14 +1556,37 @@ def _is_start(msg: str) -> bool:
 
 _new = object.__new__
 _setattr = object.__setattr__
-_BATCH_HEADS = frozenset(("Deco", "Pref"))
 _MAYBE_INCOMPLETE = frozenset(("Deco", "Pref", "max_", "serv"))
-#: the envelope of the hot path (exact SGLang form, optional level), not followed by a
-#: second envelope; the rest of the line is checked with str.isprintable()
+#: a whole line on the hot path: the envelope (exact SGLang form, optional level), not
+#: followed by a second envelope, then a message of printable ASCII only (no control
+#: character, so nothing to strip) that does not end with ":" (a traceback head such as
+#: "Scheduler hit an exception: Traceback (most recent call last):" takes the general
+#: path), then the newline; ASCII digits and word characters only (``(?a)``). Groups: text
+#: (the line without its newline), time, rank tags (None when none), level, message. Any
+#: other line takes the general path, with the same result.
 _HOT_RE = re.compile(
-    r"\[(\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: [A-Z_]+\d+)*)\] "
-    r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?(?!\[20)"
+    r"(?a)(\[(\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)(?: ([A-Z_]+\d+(?: [A-Z_]+\d+)*))?\] "
+    r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?(?!\[20)([ -~]*))(?<!:)\n?\Z"
 )
+
+
+def _complete(msg: str, kw: dict) -> Event | None:
+    """The typed event of an enveloped message in a known format that has its last field
+    (``kw`` may become its attributes); None for plain text or a known format still missing
+    its last field (a wrapped rest may follow). The general path's twin of the inline
+    classification in :meth:`LogParser.feed_many`."""
+    head = msg[:4]
+    p = _DISPATCH.get(head)
+    if p is None:
+        if msg[:1] != "'":
+            return None
+        p = _p_quote
+    if head in _MAYBE_INCOMPLETE and _incomplete(msg):
+        return None
+    try:
+        return p(msg, kw)
+    except Exception:  # pragma: no cover - a parser bug must not lose the line
+        return None
 
 
 def _incomplete(msg: str) -> bool:
@@ -1613,77 +1636,91 @@ class LogParser:
         extend = out.extend
         match = _HOT_RE.match
         dispatch = _DISPATCH.get
+        new = _new
+        setattr_ = _setattr
+        text_cls = Text
+        p_decode = _p_decode
+        p_prefill = _p_prefill
         n = self._n
         pend = self._pend
         # the pending record is one enveloped line that matched no format
         ptext = pend is not None and self._pkind == _P_TEXT and self._plines is None
         for line in lines:
             try:
-                # hot path: a clean enveloped line (no control characters, not a traceback head)
-                m = match(line) if type(line) is str else None
-                if m is not None:
-                    text = line.rstrip("\n")
-                    if text[-1:] == ":" or not text.isprintable():
-                        m = None
+                # hot path: a clean enveloped line (printable ASCII, not a traceback head)
+                try:
+                    m = match(line)
+                except TypeError:  # bytes (or not a string): the general path
+                    m = None
                 if m is None:
                     self._n = n
                     self._pend = pend
+                    if ptext:
+                        self._pkind = _P_TEXT
+                        self._plines = None
                     extend(self._feed(line))
                     n = self._n
                     pend = self._pend
                     ptext = pend is not None and self._pkind == _P_TEXT and self._plines is None
                     continue
-                msg = text[m.end():]
-                time, tags, level = m.groups()
+                text, time, rank, level, msg = m.groups()
                 n += 1
-                kw = {"text": text, "message": msg, "time": time, "rank": tags[1:] or None,
-                      "line_no": n, "level": level}
                 head = msg[:4]
-                ev = None
-                p = None
-                if head in _BATCH_HEADS and "#queue-req" in msg:
+                p = dispatch(head)
+                if p is None and head[:1] == "'":
+                    p = _p_quote
+                if p is None:  # plain text
+                    ev = None
+                    kw = {"text": text, "message": msg, "time": time, "rank": rank,
+                          "line_no": n, "level": level}
+                elif p is p_decode and msg[:14] == "Decode batch, " and "#queue-req" in msg:
                     # the two most frequent formats, inline (same result as their parsers)
-                    if msg[:14] == "Decode batch, ":
-                        ev = _new(DecodeBatch)
-                        kw["body"] = msg[12:]
-                    elif msg[:15] == "Prefill batch, ":
-                        ev = _new(PrefillBatch)
-                        kw["body"] = msg[13:]
-                    if ev is not None:
-                        kw["iteration"] = None
-                        kw["fragment"] = False
-                        _setattr(ev, "__dict__", kw)
-                if ev is None:
-                    p = dispatch(head)
-                    if p is not None:
-                        ev = p(msg, kw)
-                        if ev is None:
-                            p = None  # matched no format: plain text
-                        elif head in _MAYBE_INCOMPLETE and _incomplete(msg):
-                            ev = None
-                            kw = {"text": text, "message": msg, "time": time,
-                                  "rank": tags[1:] or None, "line_no": n, "level": level}
+                    ev = new(DecodeBatch)
+                    setattr_(ev, "__dict__", {
+                        "text": text, "message": msg, "time": time, "rank": rank, "line_no": n,
+                        "level": level, "body": msg[12:], "iteration": None, "fragment": False})
+                elif p is p_prefill and msg[:15] == "Prefill batch, " and "#queue-req" in msg:
+                    ev = new(PrefillBatch)
+                    setattr_(ev, "__dict__", {
+                        "text": text, "message": msg, "time": time, "rank": rank, "line_no": n,
+                        "level": level, "body": msg[13:], "iteration": None, "fragment": False})
+                else:
+                    kw = {"text": text, "message": msg, "time": time, "rank": rank,
+                          "line_no": n, "level": level}
+                    ev = p(msg, kw)
+                    if ev is None:
+                        p = None  # matched no format: plain text
+                    elif head in _MAYBE_INCOMPLETE and _incomplete(msg):
+                        ev = None
+                        kw = {"text": text, "message": msg, "time": time,
+                              "rank": rank, "line_no": n, "level": level}
                 if pend is not None:
                     if ptext:
-                        t = _new(Text)
-                        _setattr(t, "__dict__", pend)
+                        t = new(text_cls)
+                        setattr_(t, "__dict__", pend)
                         append(t)
                     else:
                         self._n = n
                         self._pend = pend
                         extend(self.flush())
-                    pend = None
                 if ev is not None:
                     append(ev)
+                    pend = None
+                    ptext = False
                     continue
-                # plain text, or a record that may continue: pending
+                # plain text, or a record that may continue: pending (one line: message
+                # and last line are pend's; _pkind is set when the loop leaves)
                 pend = kw
                 ptext = p is None
-                self._pkind = _P_TEXT if ptext else _P_PLAIN
-                self._plines = None  # one line: message and last line are pend's
+                if not ptext:
+                    self._pkind = _P_PLAIN
+                    self._plines = None
             except Exception:  # pragma: no cover - last resort: keep the line as text
                 self._n = n
                 self._pend = pend
+                if ptext:
+                    self._pkind = _P_TEXT
+                    self._plines = None
                 extend(self.flush())
                 t = display_text(line) if isinstance(line, (str, bytes)) else repr(line)
                 append(Text(text=t, message=t, line_no=self._n))
@@ -1692,6 +1729,9 @@ class LogParser:
                 ptext = False
         self._n = n
         self._pend = pend
+        if ptext:
+            self._pkind = _P_TEXT
+            self._plines = None
         return out
 
     def _feed(self, line: str | bytes) -> list[Event]:
@@ -1727,13 +1767,20 @@ class LogParser:
                     out = [self._finish()]
                 if msg[-1:] == ":" and msg.endswith("(most recent call last):"):
                     self._start(text, time, rank, msg, level)
-                else:
-                    self._pend = {"text": text, "message": msg, "time": time, "rank": rank,
-                                  "line_no": self._n, "level": level}
-                    self._pmsg = msg
-                    self._plast = text
-                    self._pkind = _P_PLAIN
+                    return out
+                ev = _complete(msg, {"text": text, "message": msg, "time": time, "rank": rank,
+                                     "line_no": self._n, "level": level})
+                if ev is not None:  # a complete known format: nothing can continue it
+                    out.append(ev)
+                    self._pend = None
                     self._plines = None
+                    return out
+                self._pend = {"text": text, "message": msg, "time": time, "rank": rank,
+                              "line_no": self._n, "level": level}
+                self._pmsg = msg
+                self._plast = text
+                self._pkind = _P_PLAIN
+                self._plines = None
                 return out
             return self._feed_bare(text, msg)
         except Exception:  # pragma: no cover - last resort: keep the line as text
