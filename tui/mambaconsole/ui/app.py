@@ -543,6 +543,8 @@ class ConsoleApp(App[int]):
         yield SystemCommand("Log: follow the end", "key End", lambda: self.log_pane.action_follow())
         yield SystemCommand("Log: search", "key /", lambda: self.log_pane.action_search())
         yield SystemCommand("Log: filter", "key f", lambda: self.log_pane.action_filter())
+        yield SystemCommand("Log: access lines of the polls dim / hide / show", "key a (log pane)",
+                            lambda: self.log_pane.action_cycle_access())
         yield SystemCommand("ServerArgs: cycle filter all / non-default / changed", "key a",
                             lambda: self.args_pane.action_cycle_filter())
         yield SystemCommand("ServerArgs: search", "key / in the pane", lambda: self.args_pane.action_search())
