@@ -7,6 +7,7 @@ Entry point: :func:`run` (what ``mambaconsole HOST`` / ``--demo`` / ``--read-onl
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import time
@@ -136,6 +137,10 @@ class ConsoleApp(App[int]):
         if self.start_workers:
             self.start_feeds()
         self.query_one("#log-view").focus()
+        # what startup built (Textual, the panes, SGLang knowledge) lives as long as the app:
+        # out of the collector's full passes, which otherwise rescan it all (~50 ms, a dropped
+        # frame) every few seconds while a log floods in
+        gc.freeze()
 
     @property
     def main_screen(self) -> Screen:
@@ -555,6 +560,7 @@ class ConsoleApp(App[int]):
         """Stop our workers first (their node commands end with them), then the quit hook
         (closing the feed), each bounded so that quitting never hangs on a dead node."""
         self._closing = True
+        gc.unfreeze()  # frozen in on_mount; collectable again (many apps in one process: tests)
         self.workers.cancel_all()
         pending = [w._task for w in self.workers if getattr(w, "_task", None) is not None]
         if pending:
