@@ -109,6 +109,25 @@ def test_other_command_shapes():
     assert LaunchCommand.parse("sglang serve --model-path m").program == ("sglang", "serve")
 
 
+def test_other_launcher_by_field_and_dashed_values():
+    """What the console's argv diff and editor need: ``python -m <other module>`` as the
+    program, the item (flag as written) per field, values starting with ``-`` kept one item."""
+    sim = LaunchCommand.parse(["py", "-u", "-m", "mambaconsole.sim", "--sim-version", "0.5.11", "--tp", "2",
+                               "--model-path", "m", "--tp-size", "4", "--disable-radix-cache"])
+    assert sim.program == ("py", "-u", "-m", "mambaconsole.sim")
+    by = sim.by_field()
+    assert list(by) == ["sim_version", "tp_size", "model_path", "disable_radix_cache"]
+    assert (by["tp_size"].flag, by["tp_size"].value) == ("--tp-size", "4")   # the last one wins, as argparse
+    assert by["disable_radix_cache"].value is None
+    assert sim.fields()["tp_size"] == "4" and sim.fields()["disable_radix_cache"] is True
+    # argparse reads "--x -y" as two options: a dashed value is written --x=-y, a negative number is not
+    edited = sim.set("served_model_name", "-weird").set("--model-path", "--also-weird").set("sim_seed", "-3")
+    assert edited.argv()[-2:] == ["--sim-seed", "-3"]
+    assert "--served-model-name=-weird" in edited.argv() and "--model-path=--also-weird" in edited.argv()
+    back = LaunchCommand.parse(edited.argv())
+    assert (back.get("served_model_name"), back.get("model_path"), back.get("sim_seed")) == ("-weird", "--also-weird", "-3")
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),
                        st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=30),

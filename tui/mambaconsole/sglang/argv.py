@@ -260,11 +260,11 @@ class LaunchCommand:
                 end = j + 1
                 break
         if end is None:
+            # another program (``python -m mambaconsole.sim``, a wrapper script): everything
+            # before the first ``--flag`` (its own short options included)
             end = i
-            while end < len(tokens) and not tokens[end].startswith("-"):
+            while end < len(tokens) and not (tokens[end].startswith("--") and len(tokens[end]) > 2):
                 end += 1
-            if end == i and end < len(tokens):
-                end = i  # bare flags only
         program = tuple(tokens[i:end])
         args: list[LaunchArg] = []
         j = end
@@ -339,13 +339,18 @@ class LaunchCommand:
         a = self.args[idx[-1]]
         return True if a.value is None else a.value
 
-    def fields(self, spec: ParserSpec | None = None) -> dict[str, str | bool]:
-        """Every given field → its value (bare flags True), last occurrence wins."""
-        out: dict[str, str | bool] = {}
+    def by_field(self, spec: ParserSpec | None = None) -> dict[str, LaunchArg]:
+        """Every given field → the item that sets it (the last occurrence wins, as argparse
+        does), in the order the fields first appear; the flag is kept as written."""
+        out: dict[str, LaunchArg] = {}
         for a in self.args:
             if a.flag is not None:
-                out[self._field_of(a.flag, spec)] = True if a.value is None else a.value
+                out[self._field_of(a.flag, spec)] = a
         return out
+
+    def fields(self, spec: ParserSpec | None = None) -> dict[str, str | bool]:
+        """Every given field → its value (bare flags True), last occurrence wins."""
+        return {k: True if a.value is None else a.value for k, a in self.by_field(spec).items()}
 
     @property
     def env_dict(self) -> dict[str, str]:
@@ -357,7 +362,8 @@ class LaunchCommand:
         """A copy with field ``name`` set: the first token that sets it is rewritten in place
         (keeping ``=`` style; renamed to the spec's current flag when the written one is
         deprecated or unknown there), later duplicates are dropped; appended when absent.
-        ``True`` → bare flag, ``None``/``False`` → removed."""
+        ``True`` → bare flag, ``None``/``False`` → removed. A value that starts with ``-`` is
+        written ``--flag=value`` (argparse would read ``--flag -x`` as two options)."""
         if value is None or value is False:
             return self.remove(name, spec)
         idx = self.indexes(name, spec)
@@ -372,7 +378,7 @@ class LaunchCommand:
                     cur = spec.option_for_field(self._field_of(flag, spec))
                     if cur is not None and not cur.deprecated:
                         flag = cur.option_strings[0]
-            args[idx[0]] = LaunchArg(flag, text, first.joined and text is not None)
+            args[idx[0]] = LaunchArg(flag, text, text is not None and (first.joined or _dashed(text)))
             for k in reversed(idx[1:]):
                 del args[k]
         else:
@@ -380,7 +386,7 @@ class LaunchCommand:
             if flag is None:
                 o = spec.option_for_field(name) if spec is not None else None
                 flag = o.option_strings[0] if o is not None else "--" + name.replace("_", "-")
-            args.append(LaunchArg(flag, text))
+            args.append(LaunchArg(flag, text, text is not None and _dashed(text)))
         return replace(self, args=tuple(args))
 
     def remove(self, name: str, spec: ParserSpec | None = None) -> "LaunchCommand":
@@ -474,6 +480,11 @@ class LaunchCommand:
             elif not _type_ok(o.type, a.value):
                 out.append(ArgProblem("bad_type", flag, f"{flag}: {a.value!r} is not a valid {o.type}"))
         return out
+
+
+def _dashed(value: str) -> bool:
+    """Whether argparse would take ``value`` after a flag for an option (``-x``, not ``-1``)."""
+    return value.startswith("-") and not re.match(r"^-\d", value)
 
 
 def _type_ok(type_name: str | None, value: str) -> bool:

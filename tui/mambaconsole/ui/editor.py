@@ -7,6 +7,16 @@ validated, switches for flags without a value), prefilled from the current run, 
 parser's help text. It shows the argv diff and the pre-flight verdict (the resolver run on the
 node with the edited argv) and only lets the user confirm a verdict without error.
 
+Boolean options show their state: a store_true/store_false flag is a switch with ``on``/``off``
+beside it (on = the bare flag is in the argv), a ``--x/--no-x`` pair (BooleanOptionalAction) a
+select of the two flags. Focus starts at the first field and Tab/Shift-Tab follow the form's
+visual order. Esc closes at once when nothing was changed, else asks ``discard N changed
+fields?`` (Esc again or ``y`` discards, ``n`` keeps editing); a discarded draft is gone: the
+editor always opens prefilled from the current run.
+
+The argv is read and edited with :class:`mambaconsole.sglang.argv.LaunchCommand` and the
+node's parser (:class:`~mambaconsole.sglang.argv.ParserSpec` built from the same options).
+
 Values never pass through a shell: each field becomes exactly one argv element, and values
 with control characters (newlines included) are refused."""
 
@@ -25,8 +35,10 @@ from textual.screen import ModalScreen
 from textual.validation import Function, Number, ValidationResult, Validator
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
+from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
-from mambaconsole.ui.argv_diff import diff, flags, split_launch
+from mambaconsole.ui.argv_diff import arg_tokens, command, diff, split_launch
+from mambaconsole.ui.confirm import ConfirmScreen
 
 EXTRA = ("--mem-fraction-static", "--max-running-requests", "--disable-radix-cache",
          "--chunked-prefill-size", "--page-size")
@@ -64,6 +76,36 @@ def _is_switch(opt: dict) -> bool:
         "storetrue", "storefalse", "storetrueaction", "storefalseaction", "booleanoptionalaction")
 
 
+def _is_pair(opt: dict) -> bool:
+    """``--x`` / ``--no-x`` (argparse's BooleanOptionalAction): given on, given off, or absent."""
+    names = opt.get("option_strings", [])
+    return "BooleanOptional" in str(opt.get("action", "")) or any("--no-" + n[2:] in names for n in names)
+
+
+def _deprecated(opt: dict) -> bool:
+    return bool(opt.get("deprecated")) or "Deprecated" in str(opt.get("action", ""))
+
+
+class _Form(VerticalScroll, can_focus=False):
+    """The fields' scroll area: not a stop of its own in the focus chain (Tab goes from
+    field to field; focusing a field scrolls it into view)."""
+
+
+class DiscardScreen(ConfirmScreen, inherit_bindings=False):
+    """``Discard N changed fields?``: ``y`` or Esc (a second Esc) discards, ``n`` keeps editing."""
+
+    BINDINGS = [Binding("y,escape", "yes", "Discard"), Binding("n", "no", "Keep editing")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"[b]{self.question}[/b]")
+            if self.detail:
+                yield Static(self.detail, markup=False)
+            with Horizontal():
+                yield Button("Discard (y / Esc)", variant="warning", id="yes")
+                yield Button("Keep editing (n)", id="no")
+
+
 def _fid(flag: str) -> str:
     return "f-" + flag.lstrip("-").replace("-", "_").replace(".", "_")
 
@@ -73,6 +115,8 @@ class EditorScreen(ModalScreen[list[str] | None]):
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+r", "preflight", "Pre-flight"),
         Binding("ctrl+y", "confirm", "Relaunch"),
+        Binding("tab", "focus_step(1)", "Next field", show=False),
+        Binding("shift+tab", "focus_step(-1)", "Previous field", show=False),
     ]
     DEFAULT_CSS = """
     EditorScreen { align: center middle; }
@@ -87,7 +131,10 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen .row Select { width: 1fr; }
     EditorScreen .row Select > SelectCurrent { border: none; height: 1; padding: 0 1; background: $boost; }
     EditorScreen .row Select:focus > SelectCurrent { background: $primary 30%; }
-    EditorScreen .row Switch { border: none; height: 1; padding: 0; }
+    EditorScreen .row Switch { border: none; height: 1; padding: 0; width: 6; }
+    EditorScreen .row Switch:focus { background: $primary 30%; }
+    EditorScreen .row .state { width: 1fr; height: 1; padding: 0 1; }
+    EditorScreen .row .state.-on { text-style: bold; color: $success; }
     EditorScreen .help { color: $text-muted; margin: 0 1 0 42; height: 1; }
     EditorScreen #ed-diff { height: auto; max-height: 6; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-verdict { height: auto; max-height: 10; padding: 0 1; border-top: solid $panel-lighten-2; }
@@ -99,7 +146,10 @@ class EditorScreen(ModalScreen[list[str] | None]):
         super().__init__()
         self.feed = feed
         self.prefix, self.args = split_launch(argv)
-        self.current = flags(self.args)
+        #: the node's parser (None until the options arrive, or when they cannot be read)
+        self.spec: ParserSpec | None = None
+        #: the current run's SGLang args, as read with the node's parser
+        self.cmd: LaunchCommand = command(self.args)
         self.params: list[dict] = []
         self._given_params = params
         self.verdict: dict | None = None
@@ -108,9 +158,10 @@ class EditorScreen(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text.assemble(("Edit the Mamba parameters", "bold"),
-                                       "  ·  ctrl+r pre-flight  ·  ctrl+y relaunch  ·  Esc cancel"), id="ed-title")
-            yield VerticalScroll(Static("reading the parser from the node…", id="ed-wait"), id="ed-form")
+            yield Static(Text.assemble(("Edit the Mamba parameters  ", "bold"),
+                                       "·  Tab next field  ·  ctrl+r pre-flight  ·  ctrl+y relaunch  ·  Esc close"),
+                         id="ed-title")
+            yield _Form(Static("reading the parser from the node…", id="ed-wait"), id="ed-form")
             yield Static("", id="ed-diff")
             yield Static("", id="ed-verdict")
             with Horizontal(id="ed-buttons"):
@@ -138,23 +189,39 @@ class EditorScreen(ModalScreen[list[str] | None]):
         if msg.params is None:
             await form.mount(Static(Text(f"cannot read the node's parser: {msg.error}\nEdit the whole argv instead:",
                                          style="bold")))
-            await form.mount(Input(shlex.join(self.args), id="f-raw", validators=[NoControl()]))
+            raw = Input(shlex.join(self.args), id="f-raw", validators=[NoControl()])
+            await form.mount(raw)
+            raw.focus()
             self._refresh_diff()
             return
-        self.params = sorted((p for p in msg.params if wanted(p)),
-                             key=lambda p: (0 if "mamba" in _flag(p) else 1 if _flag(p) in EXTRA else 2, _flag(p)))
+        self.spec = ParserSpec.from_json({"sglang_version": None, "actions": list(msg.params)})
+        self.cmd = command(self.args, self.spec)
+        shown = [p for p in msg.params if wanted(p)]
+        # a deprecated alias is left out where the current flag for its field is in the form
+        current_fields = {self._option(p).field for p in shown if not _deprecated(p) and self._option(p)}
+        shown = [p for p in shown if not (_deprecated(p) and self._option(p) and self._option(p).field in current_fields)]
+        self.params = sorted(shown, key=lambda p: (0 if "mamba" in _flag(p) else 1 if _flag(p) in EXTRA else 2, _flag(p)))
         rows = []
         for p in self.params:
             flag = _flag(p)
-            cur = self.current.get(flag)
-            given = flag in self.current
+            arg = self._current(p)
+            given = arg is not None
+            cur = arg.value if arg is not None else None
             label = Label(Text(flag, style="bold" if given else ""))
+            state = None
             if p.get("choices"):
                 opts = [(str(c), str(c)) for c in p["choices"]]
                 w = Select(opts, value=str(cur) if given and cur is not None else Select.NULL,
                            prompt=f"(not given: default {p.get('default')!r})", id=_fid(flag), allow_blank=True)
+            elif _is_pair(p):
+                names = [n for n in p.get("option_strings", []) if n.startswith("--")]
+                opts = [(f"off ({n})" if n.startswith("--no-") else f"on ({n})", n) for n in names]
+                w = Select(opts, value=arg.flag if given and arg.flag in names else Select.NULL,
+                           prompt=f"(not given: default {p.get('default')!r})", id=_fid(flag), allow_blank=True)
             elif _is_switch(p):
                 w = Switch(value=given, id=_fid(flag))
+                state = Static(self._switch_state(p, given), id=_fid(flag) + "-state",
+                               classes="state -on" if given else "state")
             else:
                 validators: list[Validator] = [NoControl()]
                 kind = "text"
@@ -165,27 +232,66 @@ class EditorScreen(ModalScreen[list[str] | None]):
                     validators.append(Number())
                 w = Input(value="" if cur is None else str(cur), placeholder=f"default {p.get('default')!r}",
                           type=kind, id=_fid(flag), validators=validators, valid_empty=True)
-            rows.append(Horizontal(label, w, classes="row"))
+            rows.append(Horizontal(label, w, *([state] if state is not None else []), classes="row"))
             help_text = (p.get("help") or "").strip()
             if help_text:
                 rows.append(Static(Text(help_text, no_wrap=True, overflow="ellipsis"), classes="help"))
         if not rows:
             rows.append(Static("the node's parser has no Mamba options"))
         await form.mount_all(rows)
+        first = next(iter(form.query("Input, Select, Switch")), None)
+        if first is not None:
+            first.focus()
         self._refresh_diff()
 
     # --------------------------------------------------------------- argv
-    def _value_of(self, p: dict) -> tuple[bool, str | None]:
-        """(given, value) from the form field for option ``p``."""
+    def _option(self, p: dict) -> OptionSpec | None:
+        return self.spec.lookup(_flag(p))[0] if self.spec is not None else None
+
+    def _current(self, p: dict) -> LaunchArg | None:
+        """The current run's item for option ``p`` (any of its flags; the last one wins)."""
+        o = self._option(p)
+        return self.cmd.by_field(self.spec).get(o.field if o is not None else _flag(p))
+
+    @staticmethod
+    def _switch_state(p: dict, on: bool) -> Text:
+        if on:
+            return Text.assemble(("on  ", "bold"), f"· {_flag(p)} given")
+        return Text.assemble(("off  ", "bold"), (f"· not given (default {p.get('default')!r})", "dim"))
+
+    def _wanted(self, p: dict) -> LaunchArg | None:
+        """The item the form asks for option ``p`` (None: not given)."""
         flag = _flag(p)
         w = self.query_one("#" + _fid(flag))
         if isinstance(w, Switch):
-            return w.value, None
+            cur = self._current(p)
+            return (cur if cur is not None and cur.value is None else LaunchArg(flag)) if w.value else None
         if isinstance(w, Select):
             v = w.value
-            return (False, None) if v is Select.NULL or v is None else (True, str(v))
+            if v is Select.NULL or v is None:
+                return None
+            return LaunchArg(str(v)) if _is_pair(p) else LaunchArg(flag, str(v))
         assert isinstance(w, Input)
-        return (w.value != "", w.value if w.value != "" else None)
+        return LaunchArg(flag, w.value) if w.value != "" else None
+
+    def _unchanged(self, p: dict) -> bool:
+        want, cur = self._wanted(p), self._current(p)
+        if want is None or cur is None:
+            return want is cur
+        if want.value is None and cur.value is None:  # bare flags: the same side of a --x/--no-x pair
+            return want.flag == cur.flag or not _is_pair(p)
+        return want.value == cur.value
+
+    def changed_fields(self) -> list[str]:
+        """The flags whose field differs from the current run (the raw argv editor: the
+        changed options of the argv diff)."""
+        raw = self.query("#f-raw")
+        if raw:
+            try:
+                return [k for _, k, _, _ in diff(self.args, self.edited_args(), self.spec)]
+            except ValueError:
+                return ["argv"]
+        return [_flag(p) for p in self.params if not self._unchanged(p)]
 
     def invalid_fields(self) -> list[str]:
         bad = []
@@ -197,41 +303,27 @@ class EditorScreen(ModalScreen[list[str] | None]):
 
     def edited_args(self) -> list[str]:
         """The SGLang args after the edit. Untouched fields keep their text and place; an edited
-        flag keeps its place (and spelling); a new one is appended; each value is exactly one
-        argv element (``--flag=value`` when the value itself starts with ``-``)."""
+        option is rewritten in place (:meth:`LaunchCommand.set`, keeping its spelling unless
+        the node's parser calls it deprecated), a new one is appended, a cleared one removed; each
+        value is exactly one argv element (``--flag=value`` when the value itself starts with
+        ``-``); a switched-on flag is the bare flag. Raises ValueError for an unbalanced raw argv."""
         raw = self.query("#f-raw")
         if raw:
             return shlex.split(raw.first(Input).value)
-        out = list(self.args)
+        cmd = self.cmd
         for p in self.params:
-            flag = _flag(p)
-            names = set(p.get("option_strings", []))
-            switch = _is_switch(p)
-            given, value = self._value_of(p)
-            was_given = any(n in self.current for n in names)
-            was = next((self.current[n] for n in names if n in self.current), None)
-            if given == was_given and (switch or value == was):
-                continue  # untouched
-            res: list[str] = []
-            placed = False
-            i = 0
-            while i < len(out):
-                a = out[i]
-                name = a.split("=", 1)[0]
-                if name in names:
-                    if "=" not in a and not switch and i + 1 < len(out) and not out[i + 1].startswith("--"):
-                        i += 1
-                    i += 1
-                    if given and not placed:
-                        res += _render(name, value)
-                        placed = True
-                    continue
-                res.append(a)
-                i += 1
-            if given and not placed:
-                res += _render(flag, value)
-            out = res
-        return out
+            if self._unchanged(p):
+                continue
+            flag, want = _flag(p), self._wanted(p)
+            if want is None:
+                cmd = cmd.remove(flag, self.spec)
+            elif want.value is not None:
+                cmd = cmd.set(flag, want.value, self.spec)
+            else:
+                if _is_pair(p):  # --x ↔ --no-x: the other flag of the pair
+                    cmd = cmd.remove(flag, self.spec)
+                cmd = cmd.set(want.flag or flag, True, self.spec)
+        return arg_tokens(cmd)
 
     def edited_argv(self) -> list[str]:
         return self.prefix + self.edited_args()
@@ -243,7 +335,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
         except ValueError as exc:
             self.query_one("#ed-diff", Static).update(Text(f"argv: {exc}", style="bold red"))
             return
-        d = diff(self.args, new)
+        d = diff(self.args, new, self.spec)
         if not d:
             t.append("argv unchanged", "dim")
         else:
@@ -295,7 +387,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 t.append("PRE-FLIGHT OK", "bold reverse green")
                 t.append(f"  SGLang {res.get('sglang_version', '?')} will use:\n")
                 fields = res.get("fields") or {}
-                edited = {k for _, k, _, _ in diff(self.args, new or [])}
+                edited = {k for _, k, _, _ in diff(self.args, new or [], self.spec)}
                 shown = 0
                 for name, f in fields.items():
                     opt = f.get("option") or "--" + name.replace("_", "-")
@@ -313,6 +405,13 @@ class EditorScreen(ModalScreen[list[str] | None]):
     @on(Select.Changed)
     @on(Switch.Changed)
     def _changed(self, ev) -> None:
+        if isinstance(ev, Switch.Changed) and ev.switch.id:
+            p = next((p for p in self.params if _fid(_flag(p)) == ev.switch.id), None)
+            state = self.query(f"#{ev.switch.id}-state")
+            if p is not None and state:
+                st = state.first(Static)
+                st.update(self._switch_state(p, ev.value))
+                st.set_class(ev.value, "-on")
         self._refresh_diff()
 
     # --------------------------------------------------------------- actions
@@ -341,6 +440,19 @@ class EditorScreen(ModalScreen[list[str] | None]):
         self.verdict, self.verdict_for, self.verdict_error = msg.result, msg.argv, msg.error
         self._refresh_verdict()
 
+    def action_focus_step(self, step: int) -> None:
+        """Tab / Shift-Tab in the form's order; from inside an open Select menu, the menu
+        closes and focus moves on from its Select (Textual's own step would go back to it)."""
+        node = self.focused
+        sel = next((a for a in node.ancestors_with_self if isinstance(a, Select)), None) if node is not None else None
+        if sel is not None and sel is not node:
+            sel.expanded = False
+            self.set_focus(sel, scroll_visible=False)
+        if step > 0:
+            self.focus_next()
+        else:
+            self.focus_previous()
+
     def action_confirm(self) -> None:
         go = self.query_one("#ed-go", Button)
         if go.disabled:
@@ -349,15 +461,16 @@ class EditorScreen(ModalScreen[list[str] | None]):
         self.dismiss(self.edited_argv())
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        """Esc: close; with changed fields, ask first (the draft is dropped either way it closes)."""
+        changed = self.changed_fields()
+        if not changed:
+            self.dismiss(None)
+            return
+        n = len(changed)
+        shown = ", ".join(changed[:6]) + (f" and {n - 6} more" if n > 6 else "")
+        self.app.push_screen(DiscardScreen(f"Discard {n} changed field{'s' if n != 1 else ''}?", shown, "Discard"),
+                             lambda yes: self.dismiss(None) if yes else None)
 
     def on_button_pressed(self, ev: Button.Pressed) -> None:
         {"ed-check": self.action_preflight, "ed-go": self.action_confirm, "ed-cancel": self.action_cancel}[ev.button.id]()
 
-
-def _render(flag: str, value: str | None) -> list[str]:
-    if value is None:
-        return [flag]
-    if value.startswith("-"):
-        return [f"{flag}={value}"]  # argparse would read "-x" as an option, not as the value
-    return [flag, value]
