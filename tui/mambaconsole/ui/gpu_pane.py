@@ -1,5 +1,15 @@
 """GPU memory pane: a bar per GPU (split by the run's memory budget once the log told us),
-utilisation, a short history of used memory, and the processes holding memory."""
+utilisation, a short history of used memory, and the processes holding memory.
+
+One unit in the pane: GiB (1024³ bytes). The readings come from NVML / nvidia-smi in MiB
+(:class:`~mambaconsole.state.GpuReading`) and are divided by 1024. The budget (weights, KV cache,
+Mamba, graphs) comes from SGLang's log, which prints "GB" but computes bytes / 1024³ (SGLang
+0.5.23: ``GB = 1024 * 1024 * 1024`` in ``srt/mem_cache/memory_pool.py``,
+``free_gpu_memory / (1 << 30)`` in ``srt/utils/common.py:get_available_gpu_memory``): those
+numbers are GiB already and are shown as such, with a legend line saying so. The percentage on a
+bar line is memory used / total, the same division that sizes the bar and prints used/total
+(:func:`gpu_memory`); utilisation is labelled ``util`` on the name line.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +23,16 @@ _SPARK = "▁▂▃▄▅▆▇█"
 #: budget items in drawing order, with their theme colour variable and legend letter
 BUDGET = (("weights", "primary", "W"), ("kv", "secondary", "K"), ("mamba conv", "accent", "c"),
           ("mamba ssm", "accent", "M"), ("mamba spec", "error", "s"), ("graphs", "warning", "G"))
-_GIB_PER_MIB = 1 / 1024
+MIB_PER_GIB = 1024
+#: the legend's word on SGLang's "GB"
+GB_NOTE = 'budget GiB (SGLang logs "GB" = bytes/1024³):'
+
+
+def gpu_memory(used_mib: float, total_mib: float) -> tuple[float, float, float | None]:
+    """``(used_gib, total_gib, used_fraction)`` from a reading in MiB; the fraction is None
+    when the total is unknown (0). One computation for the bar, used/total and the percent."""
+    frac = min(1.0, max(0.0, used_mib / total_mib)) if total_mib > 0 else None
+    return used_mib / MIB_PER_GIB, total_mib / MIB_PER_GIB, frac
 
 
 def sparkline(values, width: int) -> str:
@@ -38,24 +57,25 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     bar_w = max(10, width - 26)
     pids = state.server_pids()
     for g in snap.gpus:
-        used, total = g.used_mib, g.total_mib or 1.0
+        used_gib, total_gib, frac = gpu_memory(g.used_mib, g.total_mib)
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"GPU{g.index} ", "bold")
         line.append(g.name[:40])
         if g.simulated or snap.simulated:
             line.append(" (simulated)", colors.get("warning", "yellow"))
+        line.append(f"  util {g.util:.0f}%" if g.util is not None else "  util -")
         out.add_row(line)
         bar = Text(no_wrap=True)
         cells_left = bar_w
         budget = state.budget_gb if len(snap.gpus) == 1 or state.budget_gb else {}
-        used_cells = round(used / total * bar_w)
+        used_cells = round((frac or 0.0) * bar_w)
         drawn = 0
         if budget:
             for key, var, letter in BUDGET:
-                gb = budget.get(key)
-                if not gb:
+                gib = budget.get(key)
+                if not gib or not total_gib:
                     continue
-                n = min(used_cells - drawn, round(gb * 1024 / total * bar_w))
+                n = min(used_cells - drawn, round(gib / total_gib * bar_w))
                 if n <= 0:
                     continue
                 label = letter.ljust(n, " ")[:n] if n >= 1 else ""
@@ -69,8 +89,10 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
             bar.append(" " * used_cells, f"on {colors.get('primary', 'blue')}")
             drawn = used_cells
         bar.append("·" * max(0, cells_left - drawn), "dim")
-        util = f"{g.util:3.0f}%" if g.util is not None else "  -%"
-        bar.append(f" {used * _GIB_PER_MIB:5.1f}/{total * _GIB_PER_MIB:5.1f} GiB {util}")
+        if frac is None:
+            bar.append(f" {used_gib:5.1f} GiB used, total unknown")
+        else:
+            bar.append(f" {used_gib:5.1f}/{total_gib:.1f} GiB {frac * 100:3.0f}%")
         out.add_row(bar)
         hist = state.gpu_history.get(g.index)
         if hist:
@@ -79,12 +101,12 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         out.add_row(_legend(state, colors))
     procs = [p for p in snap.processes]
     if procs:
-        out.add_row(Text("PID      GPU   MiB  command", style="bold"))
+        out.add_row(Text("PID      GPU    GiB  command", style="bold"))
         for p in sorted(procs, key=lambda p: -p.used_mib)[:6]:
             mark = "★" if p.pid in pids else " "
             cmd = p.command if p.resolved else "(PID not visible on the node: container?)"
             style = "bold" if p.pid in pids else ("italic dim" if not p.resolved else "")
-            out.add_row(Text(f"{mark}{p.pid:<7} {p.gpu:>3} {p.used_mib:>6.0f}  {cmd}", style=style,
+            out.add_row(Text(f"{mark}{p.pid:<7} {p.gpu:>3} {p.used_mib / MIB_PER_GIB:>6.1f}  {cmd}", style=style,
                              no_wrap=True, overflow="ellipsis"))
     elif snap.gpus:
         out.add_row(Text("no process holds GPU memory", style="dim"))
@@ -92,11 +114,15 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
 
 
 def _legend(state: ConsoleState, colors: dict[str, str]) -> Text:
+    """``budget GiB (SGLang's "GB" = bytes/1024³): W weights 51.20  K kv 22.08 ... o other``."""
     leg = Text("", no_wrap=False)
+    leg.append(GB_NOTE, "dim")
     for key, var, letter in BUDGET:
         if key in state.budget_gb:
+            leg.append(" ")
             leg.append(f"{letter}", f"black on {colors.get(var, 'blue')}")
-            leg.append(f" {key} {state.budget_gb[key]:.2f} GB  ")
+            leg.append(f" {key} {state.budget_gb[key]:.2f} ")
+    leg.append(" ")
     leg.append("o", f"black on {colors.get('foreground-muted', 'grey50')}")
     leg.append(" other")
     return leg

@@ -1,0 +1,85 @@
+"""The GPU pane's numbers: the percent on a bar line is memory used/total (the same numbers the
+line prints, and the bar's fill), in GiB from the MiB that NVML / nvidia-smi (here: the
+simulated node's GPU file) report; the budget from SGLang's log is labelled GiB with a legend
+line saying SGLang's "GB" is bytes/1024³. Expected numbers are read off the sim's GPU file and
+a recorded log, and computed here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from rich.console import Console
+
+from mambaconsole.node.local import LocalNode
+from mambaconsole.sim.gpu import gpu_state, write_atomic
+from mambaconsole.sim.model import MiB, SimGPU
+from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.gpu_pane import gpu_renderable
+from mambaconsole.ui.settings import HostSettings
+
+LOG = Path(__file__).parent / "data" / "console" / "sim-ready.log"
+
+
+def raw_text(state: ConsoleState, width: int = 90) -> list[str]:
+    console = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
+    console.print(gpu_renderable(state, width, {}))
+    return console.export_text().splitlines()
+
+
+def pane_text(state: ConsoleState, width: int = 90) -> list[str]:
+    return [" ".join(ln.split()) for ln in raw_text(state, width)]  # runs of spaces as one
+
+
+async def sim_state(tmp_path, used_bytes: int, util: int) -> tuple[ConsoleState, dict]:
+    path = tmp_path / "sim-gpu.json"
+    write_atomic(path, gpu_state(SimGPU.parse("RTX PRO 6000 Blackwell,96"), used_bytes=used_bytes,
+                                 utilization_pct=util, pid=4242, cmdline="python -m mambaconsole.sim --port 30000"))
+    feed = Feed(LocalNode("gpu-node"), HostSettings(), simulated=True, sim_gpu_file=str(path))
+    state = ConsoleState("gpu-node")
+    state.apply(await feed.gpu())
+    return state, json.loads(path.read_text())["gpus"][0]
+
+
+async def test_bar_line_percent_and_gib_come_from_the_same_used_total(tmp_path):
+    state, g = await sim_state(tmp_path, used_bytes=53012 * MiB + 4096, util=87)
+    used, total = g["memory_used_mib"], g["memory_total_mib"]
+    pct = used / total * 100
+    assert round(pct) != g["utilization_pct"]  # the two percents differ: which is which must be clear
+    lines = pane_text(state)
+    (bar,) = [ln for ln in lines if "GiB" in ln and "/" in ln]
+    assert f"{used / 1024:.1f}/{total / 1024:.1f} GiB {round(pct)}%" in bar
+    assert f"{g['utilization_pct']}%" not in bar
+    (name,) = [ln for ln in lines if ln.startswith("GPU0 ")]
+    assert f"util {g['utilization_pct']}%" in name
+    # the bar's fill is the same fraction: used cells / all cells
+    raw = [ln for ln in raw_text(state) if "GiB" in ln and "/" in ln][0]
+    cells = raw[: raw.index(f"{used / 1024:.1f}/")].rstrip()
+    assert round(used / total * len(cells)) == len(cells) - cells.count("·")
+    # the process table in the same unit
+    (proc,) = [ln for ln in lines if "4242" in ln]
+    assert f"{g['processes'][0]['used_mib'] / 1024:.1f}" in proc
+    assert "MiB" not in "\n".join(lines)
+
+
+async def test_budget_from_the_log_is_gib_with_the_gb_note(tmp_path):
+    state, g = await sim_state(tmp_path, used_bytes=97000 * MiB, util=80)
+    run = RunInfo("r1", argv=("python3", "-m", "sglang.launch_server"), started=1.0, state="running", pid=4242)
+    state.apply(RunsListed((run,), run.run_id))
+    text = LOG.read_text()
+    off, lines = 0, []
+    for t in text.splitlines():
+        lines.append(LogLine(run.run_id, off, t))
+        off += len(t.encode()) + 1
+    state.apply(LogLines(run.run_id, tuple(lines)))
+    state.flush_log()
+    weights = float(re.search(r"Load weight end\..*mem usage=([\d.]+) GB", text).group(1))
+    out = "\n".join(pane_text(state, 120))
+    assert f"W weights {weights:.2f}" in out
+    assert 'budget GiB (SGLang logs "GB" = bytes/1024³):' in out
+    # one unit label in the pane: every "GB" is the quoted one of the legend line
+    assert out.count("GB") == out.count('"GB"') == 1
+    pct = round(g["memory_used_mib"] / g["memory_total_mib"] * 100)
+    assert f"{g['memory_used_mib'] / 1024:.1f}/{g['memory_total_mib'] / 1024:.1f} GiB {pct}%" in out
