@@ -32,7 +32,7 @@ from mambaconsole.ui.confirm import ConfirmScreen
 from mambaconsole.ui.feed import Feed
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
-from mambaconsole.ui.help import HelpScreen
+from mambaconsole.ui.help import HelpScreen, key_groups
 from mambaconsole.ui.history import HistoryScreen
 from mambaconsole.ui.log_pane import LogPane
 from mambaconsole.ui.run_picker import RunPicker
@@ -344,28 +344,9 @@ class ConsoleApp(App[int]):
         self.exit(0)
 
     def action_keys(self) -> None:
-        rows = []
-        seen = set()
-        focused = self.focused
-        chain = []
-        node = focused
-        while node is not None and node is not self.screen:
-            chain.append(node)
-            node = node.parent
-        for owner in chain + [self]:
-            where = "everywhere" if owner is self else type(owner).__name__
-            for b in getattr(owner, "BINDINGS", []):
-                b = b if isinstance(b, Binding) else Binding(*b)
-                if self.read_only and b.action in NODE_CHANGING:
-                    continue
-                key = b.key.replace("question_mark", "?").replace("slash", "/").replace("left_square_bracket", "[").replace(
-                    "right_square_bracket", "]").replace("equals_sign", "=").replace("minus", "-")
-                if (key, b.action) in seen:
-                    continue
-                seen.add((key, b.action))
-                rows.append((key, b.description or b.action, where))
-        rows.append(("ctrl+p", "command palette", "everywhere"))
-        self.push_screen(HelpScreen(rows))
+        from mambaconsole.ui.editor import EditorScreen
+
+        self.push_screen(HelpScreen(key_groups(self, [] if self.read_only else [("editor (e)", EditorScreen)])))
 
     def action_zoom(self) -> None:
         screen = self.screen

@@ -112,7 +112,7 @@ def _fid(flag: str) -> str:
 
 class EditorScreen(ModalScreen[list[str] | None]):
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
+        Binding("escape", "cancel", "Close (asks before discarding edits)"),
         Binding("ctrl+r", "preflight", "Pre-flight"),
         Binding("ctrl+y", "confirm", "Relaunch"),
         Binding("tab", "focus_step(1)", "Next field", show=False),
