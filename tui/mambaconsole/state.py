@@ -334,6 +334,10 @@ class TupleBuffer:
     def __getitem__(self, i: int) -> Any:
         return type(self)._make(self._d[i])
 
+    def raw(self, i: int) -> tuple:
+        """Record ``i`` as the stored plain tuple."""
+        return self._d[i]
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self._d)} records, maxlen={self._d.maxlen})"
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
@@ -36,6 +37,19 @@ _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\u007f]")
 CACHE_ROWS = 128
 
 ACCESS_MODES = ("dim", "hide", "show")
+
+
+def _overlay(pieces: list[tuple[int, int, Style]], hits: list[tuple[int, int]],
+             extra: Style) -> list[tuple[int, int, Style]]:
+    """``pieces`` split at the ``hits`` boundaries, ``extra`` added over the hits."""
+    cuts = sorted({c for h in hits for c in h})
+    out: list[tuple[int, int, Style]] = []
+    for a, b, style in pieces:
+        inner = [c for c in cuts if a < c < b]
+        for x, y in zip([a, *inner], [*inner, b]):
+            hit = any(h0 <= x and y <= h1 for h0, h1 in hits)
+            out.append((x, y, style + extra if hit else style))
+    return out
 
 
 def _clean(text: str) -> str:
@@ -63,6 +77,7 @@ class LogView(ScrollView, can_focus=True):
         self.access = "dim"
         self.palette: dict[str, str] = {}
         self._styles: dict[str, Style] | None = None
+        self._search_re: re.Pattern | None = None
         self._paint_style: Style | None = None
         self.pin_end = False  # scroll to the end once the size is known (set before layout)
 
@@ -149,27 +164,40 @@ class LogView(ScrollView, can_focus=True):
                 "error": parse(f"bold {c['error']}") if c.get("error") else Style(bold=True),
                 "warning": parse(c["warning"]) if c.get("warning") else Style(),
                 "ready": parse(f"bold {c['ready']}") if c.get("ready") else Style(bold=True),
+                "info": Style(),
                 "envelope": Style(dim=True),
-                "access": parse(f"{c['muted']}") if c.get("muted") else Style(dim=True),
+                "access": Style(dim=True),
                 "match": Style(reverse=True),
             }
+            self._search_re = re.compile(re.escape(self.search), re.IGNORECASE) if self.search else None
         return self._styles
 
-    def line_text(self, line: ShownLine) -> Text:
-        """One line, styled (envelope dim, severity colour, access lines muted, search reversed)."""
+    def _pieces(self, line: tuple) -> tuple[str, list[tuple[int, int, Style]]]:
+        """``(text, [(start, end, style), ...])`` for one line: consecutive pieces covering the
+        text, each with its own style (envelope dim, message in its severity colour, a muted
+        access line, search matches reversed over whatever they cross)."""
         styles = self._style_map()
-        text = _clean(line.text)
-        t = Text(text, no_wrap=True, end="")
-        if line.access and self.access == "dim":
-            t.stylize(styles["access"])
+        text = _clean(line[1])
+        n = len(text)
+        if line[3] and self.access == "dim":  # access line of a poll
+            pieces = [(0, n, styles["access"])]
         else:
             m = ENVELOPE.match(text)
-            if m:
-                t.stylize(styles["envelope"], 0, m.end())
-            if line.severity in ("error", "warning", "ready"):
-                t.stylize(styles[line.severity], m.end() if m else 0)
-        if self.search:
-            t.highlight_words([self.search], styles["match"], case_sensitive=False)
+            sev = styles.get(line[2], styles["info"])
+            pieces = [(0, m.end(), styles["envelope"]), (m.end(), n, sev)] if m else [(0, n, sev)]
+        if self._search_re is not None:
+            hits = [h.span() for h in self._search_re.finditer(text)]
+            if hits:
+                pieces = _overlay(pieces, hits, styles["match"])
+        return text, pieces
+
+    def line_text(self, line: tuple) -> Text:
+        """One line as a Rich Text, styled as on screen (see :meth:`_pieces`)."""
+        text, pieces = self._pieces(line)
+        t = Text(text, no_wrap=True, end="")
+        for a, b, style in pieces:
+            if style and b > a:
+                t.stylize(style, a, b)
         return t
 
     # ------------------------------------------------------------------ Line API
@@ -199,19 +227,23 @@ class LogView(ScrollView, can_focus=True):
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
-        t = self.line_text(self.lines[row])
-        t.stylize_before(rich_style)
-        if selection is not None:
-            span = selection.get_span(row)
-            if span is not None:
-                start, end = span
-                if end == -1:
-                    end = len(t)
-                t.stylize(self.screen.get_component_rich_style("screen--selection"), start, end)
-        strip = Strip(t.render(self.app.console), t.cell_len)
-        if selection is None:
+            # Segments straight from the pieces (Text.render's general machinery is most of
+            # a row's cost)
+            text, pieces = self._pieces(self.lines.raw(row))
+            segments = [Segment(text[a:b], rich_style + style if style else rich_style)
+                        for a, b, style in pieces if b > a]
+            strip = Strip(segments, len(text) if text.isascii() else None)
             self._cache[key] = strip
-        return strip
+            return strip
+        t = self.line_text(self.lines.raw(row))
+        t.stylize_before(rich_style)
+        span = selection.get_span(row)
+        if span is not None:
+            start, end = span
+            if end == -1:
+                end = len(t)
+            t.stylize(self.screen.get_component_rich_style("screen--selection"), start, end)
+        return Strip(t.render(self.app.console), t.cell_len)
 
     # ------------------------------------------------------------------ selection
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
