@@ -95,9 +95,6 @@ class LogPane(Vertical):
         return {"error": c.get("error", "red"), "warning": c.get("warning", "yellow"),
                 "ready": c.get("success", "green")}
 
-    def _line_text(self, line: ShownLine) -> Text:
-        return self.view.line_text(line)
-
     def _keep(self, line: ShownLine) -> bool:
         if line.access and self.access_mode == "hide":
             return False

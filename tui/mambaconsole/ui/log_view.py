@@ -1,6 +1,6 @@
 """The log pane's view: a Line API widget (a :class:`textual.scroll_view.ScrollView` with
 ``render_line``, the way Textual's own ``Log`` works) over a bounded
-:class:`mambaconsole.state.LineBuffer` of lines. Only the rows on screen are styled and rendered; their
+:class:`mambaconsole.state.LineBuffer`. Only the rows on screen are styled and rendered; their
 Strips are kept in an LRU cache keyed by the line's position since the view was cleared, which
 is dropped when the styling changes (theme, search text, access-line mode). Appending a batch
 costs the batch (no per-line rendering of lines that are never shown), so a flood of log lines
@@ -32,10 +32,10 @@ from mambaconsole.state import LOG_KEEP, LineBuffer, ShownLine
 ENVELOPE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?[^\]]*\]")
 _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\u007f]")
 
-#: access-line display modes, in the order ``a`` cycles them
 #: rendered rows kept (about two tall screens: scrolling back and forth re-renders nothing)
 CACHE_ROWS = 128
 
+#: access-line display modes, in the order ``a`` cycles them
 ACCESS_MODES = ("dim", "hide", "show")
 
 
@@ -91,9 +91,9 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     def extend(self, lines: Iterable[tuple], *, follow: bool) -> int:
-        """Append lines (oldest first; :class:`ShownLine` or its plain tuples); scroll to the end when ``follow``, else keep the rows on
-        screen where they are (lines falling off the front shift the scroll position). Returns
-        the number of lines appended."""
+        """Append lines (oldest first; :class:`ShownLine` or its plain tuples); scroll to the end
+        when ``follow``, else keep the rows on screen where they are (lines falling off the front
+        shift the scroll position). Returns the number of lines appended."""
         lines = list(lines)
         if not lines:
             return 0
