@@ -20,7 +20,7 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.sim import demo as sim_demo
 from mambaconsole.state import NodeFacts, RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.argv_diff import diff, diff_text, split_launch
+from mambaconsole.sglang.argv_diff import diff, diff_text, split_launch
 from mambaconsole.ui.editor import EditorScreen
 from mambaconsole.ui.feed import Feed
 from mambaconsole.ui.settings import HostSettings

@@ -92,3 +92,16 @@ def test_report_unknown_run_is_one_line(ssh_home, capsys):
     assert main(["report", "gpu-node", "--run", "20990101-000000-beef"]) != 0
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "20990101-000000-beef" in err
+
+
+def test_report_argv_diff_matches_options_by_setting():
+    """The report's diff table reads argv like the console's history (one splitter):
+    ``--tp 2`` → ``--tp-size 4`` is one changed row (SGLang's alias for the same field),
+    a bare flag removed shows as true → (not given)."""
+    from mambaconsole.commands.report import argv_diff
+
+    launch = ["python", "-m", "sglang.launch_server"]
+    rows = argv_diff(launch + ["--tp", "2", "--disable-radix-cache", "--mem-fraction-static", "0.8"],
+                     launch + ["--tp-size", "4", "--mem-fraction-static", "0.8", "--max-running-requests", "8"])
+    assert sorted(rows, key=str) == sorted([("--tp-size", "2", "4"), ("--max-running-requests", None, "8"),
+                                            ("--disable-radix-cache", True, None)], key=str)

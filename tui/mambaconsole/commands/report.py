@@ -148,27 +148,19 @@ def _utc(ts) -> str:
 
 
 def argv_diff(prev: list[str], cur: list[str]) -> list[tuple[str, object, object]]:
-    """(flag, previous value, this run's value) for every option that differs, in the order of
-    the flags (``True`` for a bare flag, None when absent); the program itself as ``program``.
-    Options are read with :class:`mambaconsole.sglang.argv.LaunchCommand`."""
-    from mambaconsole.sglang.argv import LaunchCommand
+    """(flag, previous value, this run's value) for every option that differs, from
+    :func:`mambaconsole.sglang.argv_diff.diff` (``True`` for a bare flag, None when absent);
+    the launcher itself as ``program``."""
+    from mambaconsole.sglang.argv_diff import diff
 
-    a, b = LaunchCommand.parse(prev), LaunchCommand.parse(cur)
-
-    def opts(c) -> dict[str, object]:
-        d: dict[str, object] = {}
-        for arg in c.args:
-            if arg.flag:
-                d[arg.flag] = True if arg.value is None else arg.value
-        return d
-
-    pa, pb = opts(a), opts(b)
     rows: list[tuple[str, object, object]] = []
-    if a.program != b.program:
-        rows.append(("program", shlex.join(a.program), shlex.join(b.program)))
-    for flag in list(dict.fromkeys([*pa, *pb])):
-        if pa.get(flag) != pb.get(flag):
-            rows.append((flag, pa.get(flag), pb.get(flag)))
+    for kind, flag, old, new in diff(prev, cur):
+        if kind == "+":
+            rows.append((flag, None, True if new is None else new))
+        elif kind == "-":
+            rows.append((flag, True if old is None else old, None))
+        else:
+            rows.append((flag, old, new))
     return rows
 
 

@@ -27,7 +27,7 @@ from mambaconsole.node.base import NodeError
 from mambaconsole.state import Connection, ConsoleState, Phase, Resolution, RunInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
-from mambaconsole.ui.argv_diff import split_launch
+from mambaconsole.sglang.argv_diff import split_launch
 from mambaconsole.ui.confirm import ConfirmScreen
 from mambaconsole.ui.feed import Feed
 from mambaconsole.ui.gpu_pane import GpuPane

@@ -37,7 +37,7 @@ from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
-from mambaconsole.ui.argv_diff import arg_tokens, command, diff, split_launch
+from mambaconsole.sglang.argv_diff import arg_tokens, command, diff, split_launch
 from mambaconsole.ui.confirm import ConfirmScreen
 
 EXTRA = ("--mem-fraction-static", "--max-running-requests", "--disable-radix-cache",

@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mambaconsole.state import RunInfo, fmt_duration
-from mambaconsole.ui.argv_diff import diff_text
+from mambaconsole.sglang.argv_diff import diff_text
 
 #: runs summarised from their logs at most (newest first)
 SUMMARISE = 30

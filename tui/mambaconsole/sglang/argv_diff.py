@@ -1,7 +1,8 @@
-"""The difference between two SGLang argv lists, option by option, for the editor and the
-history. Both sides are read with :class:`mambaconsole.sglang.argv.LaunchCommand` (the one
-flag splitter): options are matched by the ServerArgs field they set, so ``--tp 2`` →
-``--tp-size 4`` is one change, not an addition and a removal."""
+"""The difference between two SGLang argv lists, option by option, for the console's editor
+and history and for ``mambaconsole report``. Both sides are read with
+:class:`mambaconsole.sglang.argv.LaunchCommand` (the one flag splitter): options are matched by
+the ServerArgs field they set, so ``--tp 2`` → ``--tp-size 4`` is one change, not an addition
+and a removal. Pure code (no I/O)."""
 
 from __future__ import annotations
 
