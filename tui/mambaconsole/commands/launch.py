@@ -3,17 +3,24 @@
 Starts ``P -m M SGLANG_ARGS`` as a new run in its own tmux window on the node (see
 :mod:`mambaconsole.node.runs`) and prints the run id. Takes the node's relaunch lock while it
 starts the run: when another console holds it, exits 1 with one line naming the holder.
+
+``--break-stale``: the lock is stale when its holder's session (the SSH connection's sshd
+process, or the local console) is gone and it is older than the bound (900 s, as in the
+console); then, and only then, it is broken (moved to ``relaunch.lock.broken``) and taken —
+the flag is the confirmation the console asks for. A lock whose holder still runs, or that
+is younger than the bound, is never broken: exit 1 naming the holder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from mambaconsole.commands._common import add_host, run_async
 from mambaconsole.errors import ConsoleError, UsageError
 from mambaconsole.node import connect
-from mambaconsole.node.runs import DEFAULT_MODULE, DEFAULT_SESSION, RunStore
+from mambaconsole.node.runs import DEFAULT_MODULE, DEFAULT_SESSION, LockHeld, RunStore
 
 HELP = "start an SGLang server run in tmux on the node and print its run id"
 #: every word after ``--`` goes to args.sglang_args verbatim (see cli.py)
@@ -29,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", action="append", default=[], metavar="K=V", help="extra environment (repeatable)")
     parser.add_argument("--cwd", help="working directory of the server on the node")
     parser.add_argument("--json", action="store_true", help="print the run record as JSON")
+    parser.add_argument("--break-stale", action="store_true",
+                        help="break the relaunch lock if it is stale (its holder's session is gone and it is "
+                             "older than 15 min); a live holder's lock is never broken")
     parser.add_argument("sglang_args", nargs="*", metavar="-- SGLANG_ARGS", help="the server's arguments, after --")
 
 
@@ -62,7 +72,18 @@ async def _main(args) -> int:
     env = parse_env(args.env)
     async with await connect(args.host) as node:
         store = RunStore(node)
-        lock = await store.acquire_lock()
+        try:
+            lock = await store.acquire_lock()
+        except LockHeld as held:
+            if not held.breakable:
+                raise
+            if not args.break_stale:
+                raise ConsoleError(f"{held} (mambaconsole launch --break-stale breaks it)") from None
+            # the very lock the node reported stale; the node checks it is still stale
+            lock = await store.acquire_lock(break_stale=held.lock)
+            print(f"mambaconsole: launch: broke the stale relaunch lock of {held.lock.get('holder', 'unknown')} "
+                  f"(pid {held.lock.get('pid')}); it is kept in {held.lock.get('path', 'relaunch.lock')}.broken",
+                  file=sys.stderr)
         try:
             run = await store.start(argv, env=env, cwd=args.cwd, session=args.session)
         finally:
