@@ -21,21 +21,45 @@ def cli(capsys, *argv):
 
 
 def test_doctor_gpu_node(ssh_home, capsys):
+    # this test python has no sglang: the node can be watched, not launched on (exit 1)
     rc, out, err = cli(capsys, "doctor", "gpu-node", "--python", sys.executable, "--json")
-    assert rc == 0, err
+    assert rc == 1
     report = json.loads(out)
     checks = {c["name"]: c for c in report["checks"]}
-    assert report["ok"] is True
+    assert (report["ok"], report["can_watch"], report["can_launch"]) == (False, True, False)
     assert checks["connection"]["status"] == "ok" and checks["connection"]["rtt_ms"] > 0
     assert f"port {ssh_home.port}" in checks["connection"]["detail"]
     tmux_v = subprocess.run(["tmux", "-V"], capture_output=True, text=True).stdout.split()[-1]
     assert checks["tmux"]["version"] == tmux_v
     assert checks["python"]["version"] == "%d.%d.%d" % sys.version_info[:3]
     assert checks["run store"]["path"] == str(ssh_home.sshd.node_home)
-    assert checks["gpu"]["required"] is False and checks["sglang"]["required"] is False
-    # the readable form names every check
+    assert checks["gpu"]["required"] is False
+    assert (checks["sglang"]["status"], checks["sglang"]["required"], checks["sglang"]["needed_for"]) == (
+        "fail", True, "launch")
+    # the readable form names every check, the verdict and the next step
     rc, out, err = cli(capsys, "doctor", "gpu-node", "--python", sys.executable)
-    assert rc == 0 and "round trip" in out and "tmux" in out and "can host a session" in out
+    assert rc == 1 and "round trip" in out and "tmux" in out
+    assert "gpu-node can be watched" in out and "cannot launch" in out and "--python PATH" in out
+    assert "can host a session" not in out
+    assert err.count("\n") == 1 and "sglang" in err and "--python PATH" in err
+
+
+def test_doctor_with_sglang_can_host(ssh_home, capsys, tmp_path):
+    # a python that imports a (stand-in) sglang 0.5.11 package
+    fake = tmp_path / "fake"
+    (fake / "sglang").mkdir(parents=True)
+    (fake / "sglang" / "__init__.py").write_text('__version__ = "0.5.11"\n')
+    py = tmp_path / "py"
+    py.write_text(f"#!/bin/sh\nPYTHONPATH={fake} exec {sys.executable} \"$@\"\n")
+    py.chmod(0o755)
+    rc, out, err = cli(capsys, "doctor", "gpu-node", "--python", str(py), "--json")
+    assert rc == 0, err
+    report = json.loads(out)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert (report["ok"], report["can_watch"], report["can_launch"]) == (True, True, True)
+    assert checks["sglang"]["version"] == "0.5.11" and str(fake / "sglang") in checks["sglang"]["detail"]
+    rc, out, err = cli(capsys, "doctor", "gpu-node", "--python", str(py))
+    assert rc == 0 and "gpu-node can host a session" in out and err == ""
 
 
 def test_doctor_port_states(ssh_home, capsys):

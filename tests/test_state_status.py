@@ -167,3 +167,38 @@ async def test_console_shows_a_request_error_as_a_warning_not_a_crash(node_home,
             assert "READY" in header and "CRASHED" not in header
             assert "request error: ValueError: Cannot use chat template functions" in header
         await RunStore(node).stop(run.run_id, int_s=5)
+
+
+async def test_console_on_a_node_without_sglang_says_watch_only(node_home, tmp_path, no_config):
+    import importlib.util
+    import sys
+
+    import pytest
+
+    from fixtures.console import console_for, wait_until
+    from mambaconsole.node.local import LocalNode
+    from mambaconsole.node.runs import RunStore
+
+    if importlib.util.find_spec("sglang") is not None:
+        pytest.skip("this test python has sglang")
+    script = tmp_path / "replay.py"
+    script.write_text(REPLAY)
+    async with LocalNode() as node:
+        log = DATA / "cases" / "case-01" / "input.log"  # startup lines, no traceback
+        run = await RunStore(node).start([sys.executable, str(script), str(log)])
+        app = console_for(node, python=sys.executable)
+        async with app.run_test(size=(200, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.no_sglang, what="the facts probe")
+            await wait_until(pilot, lambda: app.state.log_total > 0, what="the log")
+            await pilot.pause(0.3)
+            header = str(app.bar.render())
+            assert f"{sys.executable} on the node has no sglang: watching only" in header
+            assert "--python PATH" in header
+            # the editor says why it cannot offer SGLang's parser, without a traceback
+            await pilot.press("e")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+            from textual.widgets import Static
+
+            await wait_until(pilot, lambda: any("cannot import sglang" in str(w.render())
+                                                for w in app.screen.query(Static)), what="the editor's message")
+        await RunStore(node).stop(run.run_id, int_s=5)

@@ -411,6 +411,7 @@ class ConsoleState:
         self.sglang_version: str | None = None
         self.simulated = False
         self.python: str | None = None
+        self.no_sglang = False  # the node's python (``python``) cannot import sglang
         # connection
         self.connected = True
         self.lost_since: float | None = None
@@ -589,6 +590,9 @@ class ConsoleState:
         return changed | {"header"}
 
     def _on_NodeFacts(self, ev: NodeFacts) -> set[str]:
+        # the facts probe found no importable sglang for the node's python (not the simulated
+        # node): the console can watch, but launch / relaunch / pre-flight need SGLang's python
+        self.no_sglang = bool(ev.python) and not ev.simulated and not self.simulated and ev.sglang_version is None
         self.host = ev.host
         self.sglang_version = ev.sglang_version or self.sglang_version
         self.simulated = ev.simulated or self.simulated

@@ -2,23 +2,28 @@
 
 Checks, in order, and prints one line each (``ok`` / ``warn`` / ``FAIL``):
 
-==========  ========  =========================================================================
-check       required  what
-==========  ========  =========================================================================
-connection  yes       ssh login (its round-trip time, median of 3 commands); ``local``: none
-python      yes       the node's python (``--python``, default python3) runs, version >= 3.8
-tmux        yes       ``tmux -V`` on the node (runs live in tmux)
-run store   yes       ``$MAMBACONSOLE_HOME`` (default ``~/.mambaconsole``) is writable
-sglang      no        the version that python imports, or why it cannot
-gpu         no        pynvml / nvidia-smi: GPU count and memory; "no GPU" with the reason
-port        no        the server port (``--port``, default 30000): free, serving (``/health``
-                      answers) or taken by another program
-==========  ========  =========================================================================
+==========  ===========  ======================================================================
+check       needed for   what
+==========  ===========  ======================================================================
+connection  watch        ssh login (its round-trip time, median of 3 commands); ``local``: none
+python      watch        the node's python runs, version >= 3.8 (``--python``, else the host's
+                         ``python`` setting in config.toml, else python3)
+tmux        watch        ``tmux -V`` on the node (runs live in tmux)
+run store   watch        ``$MAMBACONSOLE_HOME`` (default ``~/.mambaconsole``) is writable
+sglang      launch       the version that python imports, or why it cannot: without it the
+                         console can watch (follow a server's log, adopt one started by hand,
+                         GPUs, runs) but cannot launch, relaunch or resolve ServerArgs
+gpu         -            pynvml / nvidia-smi: GPU count and memory; "no GPU" with the reason
+port        -            the server port (``--port``, else the host's setting, else 30000):
+                         free, serving (``/health`` answers) or taken by another program
+==========  ===========  ======================================================================
 
-Exit status 0 when every required check passes (a node without GPU or sglang can still host
-the console: follow logs, the simulated node, adopt a server later), else 1, with one line per
-failing check on stderr. ``--json`` prints ``{"host", "ok", "checks": [{"name", "status",
-"required", "detail", ...}]}``.
+Exit status 0 when every check needed to watch and to launch passes; else 1, with one line
+per failing check on stderr and the verdict saying what the node can do and the next step
+(``--python PATH``, or ``python = "..."`` under ``[hosts.HOST]`` in the settings file).
+``--json`` prints ``{"host", "ok", "can_watch", "can_launch", "checks": [{"name", "status",
+"required", "needed_for", "detail", ...}]}`` (``required``: needed to watch or to launch;
+``ok`` = ``can_launch``).
 """
 
 from __future__ import annotations
@@ -84,13 +89,18 @@ print(json.dumps(out))
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_host(parser)
-    parser.add_argument("--python", default="python3", help="the node's python for the server (default python3)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the server port (default {DEFAULT_PORT})")
+    parser.add_argument("--python", help="the node's python for the server (default: the host's python setting, "
+                                         "else python3)")
+    parser.add_argument("--port", type=int, help=f"the server port (default: the host's setting, else {DEFAULT_PORT})")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
 
 
+_NEEDED_FOR = {"connection": "watch", "python": "watch", "tmux": "watch", "run store": "watch", "sglang": "launch"}
+
+
 def _check(name: str, status: str, detail: str, required: bool, **extra) -> dict:
-    return {"name": name, "status": status, "required": required, "detail": detail, **extra}
+    return {"name": name, "status": status, "required": required, "needed_for": _NEEDED_FOR.get(name),
+            "detail": detail, **extra}
 
 
 async def _connection(host: str) -> tuple[Node | None, dict]:
@@ -146,11 +156,11 @@ async def diagnose(host: str, python: str = "python3", port: int = DEFAULT_PORT)
             else:
                 checks.append(_check("run store", "fail", f"not writable: {probe['home_error']}", True))
             if probe["sglang"]:
-                checks.append(_check("sglang", "ok", f"{probe['sglang']} ({probe['sglang_path']})", False,
+                checks.append(_check("sglang", "ok", f"{probe['sglang']} ({probe['sglang_path']})", True,
                                      version=probe["sglang"]))
             else:
-                checks.append(_check("sglang", "warn", f"no sglang: {python} cannot import it "
-                                     f"({probe['sglang_error']})", False, version=None))
+                checks.append(_check("sglang", "fail", f"no sglang: {python} cannot import it "
+                                     f"({probe['sglang_error']})", True, version=None))
         # GPUs, through the agent (pynvml from that python, else nvidia-smi)
         if probe is not None:
             try:
@@ -181,25 +191,48 @@ async def diagnose(host: str, python: str = "python3", port: int = DEFAULT_PORT)
     return checks
 
 
+def verdict(host: str, python: str, checks: list[dict]) -> tuple[bool, bool, str]:
+    """(can_watch, can_launch, the verdict in words with the next step)."""
+    failing = {c["name"] for c in checks if c["required"] and c["status"] == "fail"}
+    can_watch = not failing - {"sglang"}
+    can_launch = not failing
+    warns = sum(c["status"] != "ok" and not c["required"] for c in checks)
+    if can_launch:
+        return True, True, (f"{host} can host a session" + (f" ({warns} warning{'s' if warns != 1 else ''})"
+                                                              if warns else "") + ".")
+    if not can_watch:
+        return False, False, f"{host} cannot host a session yet."
+    from mambaconsole.ui.settings import config_path
+
+    return True, False, (
+        f"{host} can be watched (follow a server's log, adopt one started by hand, GPUs, runs) but cannot "
+        f"launch, relaunch or resolve a server: {python} has no sglang.\n"
+        f"next: find the python that has SGLang (its venv or conda env) and check it: "
+        f"mambaconsole doctor {host} --python PATH; then use the same --python with the console, or set "
+        f"python = \"PATH\" under [hosts.{host}] in {config_path()}")
+
+
 async def _main(args) -> int:
-    checks = await diagnose(args.host, args.python, args.port)
+    from mambaconsole.ui.settings import load
+
+    settings = load(args.host, {"python": args.python, "port": args.port})
+    python, port = settings.python, settings.port
+    checks = await diagnose(args.host, python, port)
     failing = [c for c in checks if c["required"] and c["status"] == "fail"]
-    ok = not failing
+    can_watch, can_launch, words = verdict(args.host, python, checks)
     if args.json:
-        print(json.dumps({"host": args.host, "ok": ok, "checks": checks}, indent=1))
+        print(json.dumps({"host": args.host, "ok": can_launch, "can_watch": can_watch, "can_launch": can_launch,
+                          "checks": checks}, indent=1))
     else:
         print(f"mambaconsole doctor {args.host}")
         for c in checks:
             mark = {"ok": "ok", "warn": "warn", "fail": "FAIL"}[c["status"]]
             print(f"  {mark:<5} {c['name']:<11} {c['detail']}")
-        warns = sum(c["status"] != "ok" and not c["required"] for c in checks)
-        if ok:
-            print(f"{args.host} can host a session" + (f" ({warns} warning{'s' if warns != 1 else ''})" if warns else "") + ".")
-        else:
-            print(f"{args.host} cannot host a session yet.")
+        print(words)
     for c in failing:
-        print(f"mambaconsole: doctor: {c['name']}: {c['detail']}", file=sys.stderr)
-    return 0 if ok else 1
+        hint = f" (use --python PATH, or python in the settings for {args.host})" if c["name"] == "sglang" else ""
+        print(f"mambaconsole: doctor: {c['name']}: {c['detail']}{hint}", file=sys.stderr)
+    return 0 if can_launch else 1
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,6 +71,9 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
         what = "request error" if s.ready_seen else "traceback while starting (process alive)"
         many = f"{s.request_errors} {what}s, last: " if s.request_errors > 1 else f"{what}: "
         t.append(f" ⚠ {many}{s.request_error}", styles.get("starting", "bold"))
+    elif s.no_sglang:
+        t.append(f" ⚠ {s.python} on the node has no sglang: watching only; launch, relaunch and pre-flight need "
+                 "SGLang's python (--python PATH, or python in the settings)", styles.get("starting", "bold"))
     elif s.run is not None and s.run.argv:
         t.append(" " + " ".join(s.run.argv), "dim")
     return t
