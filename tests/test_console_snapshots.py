@@ -111,8 +111,8 @@ def test_history(snap_compare, monkeypatch, size):
     app = frozen_app(monkeypatch)
     first, second = _runs()
     app._summaries.update({
-        first.run_id: {"outcome": "oom", "time_to_ready": None, "peak_gb": 51.2, "mean_accept_len": None},
-        second.run_id: {"outcome": "ready", "time_to_ready": 12.0, "peak_gb": 94.8, "mean_accept_len": 2.97},
+        first.run_id: {"outcome": "oom", "time_to_ready": None, "budget_gb": 51.2, "mean_accept_len": None},
+        second.run_id: {"outcome": "ready", "time_to_ready": 12.0, "budget_gb": 94.8, "mean_accept_len": 2.97},
     })
 
     async def before(pilot):

@@ -68,7 +68,9 @@ class LogLines:
 
 @dataclass(frozen=True)
 class GpuReading:
-    """One GPU at one time: memory in MiB, utilisation in percent (``None`` when unknown)."""
+    """One GPU at one time: memory in MiB (2**20 bytes, as NVML / ``nvidia-smi`` report it),
+    utilisation in percent (``None`` when unknown). Two readings are equal when everything but
+    the time ``t`` is (a sample that changed nothing redraws nothing)."""
 
     index: int
     name: str
@@ -76,13 +78,14 @@ class GpuReading:
     total_mib: float
     util: float | None = None
     simulated: bool = False
-    t: float = 0.0
+    t: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)
 class GpuProcess:
-    """A process holding GPU memory. ``resolved`` is False when the node cannot map the PID to
-    a process it sees (containers report host PIDs): shown labelled, never hidden."""
+    """A process holding GPU memory on GPU ``gpu`` (its index, the device NVML / nvidia-smi
+    listed it under), ``used_mib`` MiB. ``resolved`` is False when the node cannot map the PID
+    to a process it sees (containers report host PIDs): shown labelled, never hidden."""
 
     gpu: int
     pid: int
@@ -101,7 +104,11 @@ class GpuSnapshot:
     available: bool = True
     reason: str = ""
     simulated: bool = False
-    t: float = 0.0
+    t: float = field(default=0.0, compare=False)
+
+    def max_used_mib(self) -> float | None:
+        """The used memory of the fullest GPU (MiB), None without readings."""
+        return max((g.used_mib for g in self.gpus), default=None) if self.available else None
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,8 @@ class RunInfo:
     log_mtime: float | None = None
     log_idle_s: float | None = None  # seconds since the log last grew, when the node was polled
     time_to_ready: float | None = None
+    #: the highest used memory of one GPU (MiB) a console saw while this run was current and
+    #: alive (stored with the run on the node, see RunStore.note); None: never observed
     peak_mem_mib: float | None = None
     mean_accept_len: float | None = None
     adopted: bool = False
@@ -441,6 +450,9 @@ class ConsoleState:
         # gpu
         self.gpu: GpuSnapshot | None = None
         self.gpu_history: dict[int, deque[float]] = {}
+        #: run id -> the highest used memory of one GPU (MiB) seen while that run was current
+        #: and alive (see RunInfo.peak_mem_mib)
+        self.gpu_peak_mib: dict[str, float] = {}
         self.budget_gb: dict[str, float] = {}
         # args
         self.resolution: dict | None = None
@@ -845,17 +857,33 @@ class ConsoleState:
         self._tb_counted = False
 
     def _on_GpuSnapshot(self, ev: GpuSnapshot) -> set[str]:
-        self.gpu = ev
+        """Every sample goes into the history and the current run's peak; the pane is redrawn
+        only when the readings or processes differ from the previous sample."""
+        prev, self.gpu = self.gpu, ev
         if ev.simulated:
             self.simulated = True
         for g in ev.gpus:
             self.gpu_history.setdefault(g.index, deque(maxlen=GPU_HISTORY)).append(g.used_mib)
-        return {"gpu"}
+        r = self.run
+        top = ev.max_used_mib()
+        if r is not None and top is not None and r.state in ("starting", "running", "ready", "adopted"):
+            if top > self.gpu_peak_mib.get(r.run_id, -1.0):
+                self.gpu_peak_mib[r.run_id] = top
+        return {"gpu"} if ev != prev else set()
+
+    def peak_mib(self, run: RunInfo) -> float | None:
+        """``run``'s peak GPU memory (MiB): the larger of what its record holds and what this
+        console saw."""
+        seen = self.gpu_peak_mib.get(run.run_id)
+        vals = [v for v in (run.peak_mem_mib, seen) if v is not None]
+        return max(vals) if vals else None
 
     def _on_ServerInfo(self, ev: ServerInfo) -> set[str]:
         if ev.data is None:
             self.server_info_error = ev.error
             return set()
+        if ev.data == self.server_info and self.server_info_error is None:
+            return set()  # the same answer again: nothing to redraw
         self.server_info, self.server_info_error = ev.data, None
         v = ev.data.get("version")
         if isinstance(v, str):
@@ -866,9 +894,10 @@ class ConsoleState:
         return {"args", "spec"}
 
     def _on_MetricsSnapshot(self, ev: MetricsSnapshot) -> set[str]:
-        if ev.error is None:
+        if ev.error is None and ev.values != self.metrics:
             self.metrics = dict(ev.values)
-        return {"spec"}
+            return {"spec"}
+        return set()
 
     def _on_Resolution(self, ev: Resolution) -> set[str]:
         self.resolution = ev.result

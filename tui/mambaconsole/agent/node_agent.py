@@ -50,8 +50,10 @@ The agent exits when its stdout is closed (the console went away: seen at the ne
 heartbeat) or when its parent process ends (the ssh session or the console is gone); consumers
 must ignore record types they do not know.
 
-The simulated GPU file (``--sim-file`` or ``$MAMBACONSOLE_SIM_GPU``), written by
-``mambaconsole.sim`` and re-read at each interval::
+The simulated GPU file (``--sim-file``, else ``$MAMBACONSOLE_SIM_GPU_FILE``, the variable the
+simulator writes it under; ``$MAMBACONSOLE_SIM_GPU`` is a deprecated alias), written by
+``mambaconsole.sim`` (``mambaconsole/sim/gpu.py``) and re-read at each interval; processes are
+listed under the GPU that holds them::
 
     {"gpus": [{"index": 0, "name": str, "memory_total_mib": float, "memory_used_mib": float,
                "utilization_pct": float,
@@ -72,6 +74,10 @@ import threading
 import time
 
 AGENT_VERSION = 1
+#: the simulated GPU file's variable (mambaconsole.sim.gpu.ENV_GPU_FILE); the old name is a
+#: deprecated alias
+SIM_GPU_ENV = "MAMBACONSOLE_SIM_GPU_FILE"
+SIM_GPU_ENV_OLD = "MAMBACONSOLE_SIM_GPU"
 MAX_BATCH_BYTES = 256 * 1024
 HEARTBEAT_S = 5.0
 
@@ -241,7 +247,7 @@ def pick_backend(choice, sim_file):
     if choice in ("auto", "sim") and sim_file:
         return SimBackend(sim_file)
     if choice == "sim":
-        return NoGpu("sim: no --sim-file and no $MAMBACONSOLE_SIM_GPU")
+        return NoGpu("sim: no --sim-file and no $%s" % SIM_GPU_ENV)
     if choice == "none":
         return NoGpu("GPU sampling turned off (--gpu none)")
     if choice in ("auto", "pynvml"):
@@ -490,7 +496,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="node_agent")
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--gpu", default="auto", choices=["auto", "pynvml", "nvidia-smi", "sim", "none"])
-    ap.add_argument("--sim-file", default=os.environ.get("MAMBACONSOLE_SIM_GPU") or None)
+    ap.add_argument("--sim-file", default=os.environ.get(SIM_GPU_ENV) or os.environ.get(SIM_GPU_ENV_OLD) or None)
     ap.add_argument("--follow")
     ap.add_argument("--run")
     ap.add_argument("--home")

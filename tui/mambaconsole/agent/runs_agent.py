@@ -36,6 +36,11 @@ Ops and their results:
     from the boot id, pid and start time: the same process always gets the same id, and ids
     sort by when the servers started.
 ``get`` {run_id} -> run record.
+``note`` {run_id, peak_mem_mib} -> run record: what a console observed about the run, kept in
+    ``runs/<run-id>/console.json`` (never in status.json, which the wrapper writes) and merged
+    into the run record: ``peak_mem_mib`` (float, MiB) is the highest used memory of one GPU
+    seen while the run was current; the larger of the stored and the new value is kept (two
+    consoles on one node both note).
 ``stop`` {run_id, int_s, term_s, kill_s} -> run record after the server ended. Signals only a
     pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv, whose start
     time matches and that runs as this user (real uid; root included): SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
@@ -204,6 +209,9 @@ def _record(runs, rid):
     st = _read_json(os.path.join(run_dir, "status.json"), {}) or {}
     argv = _read_json(os.path.join(run_dir, "argv.json"), None)
     rec = dict(st)
+    noted = _read_json(os.path.join(run_dir, "console.json"), {})
+    if isinstance(noted, dict) and isinstance(noted.get("peak_mem_mib"), (int, float)):
+        rec["peak_mem_mib"] = noted["peak_mem_mib"]
     rec.update(run_id=rid, run_dir=run_dir, argv=argv)
     rec.setdefault("log_path", os.path.join(run_dir, "log"))
     pid = st.get("pid")
@@ -324,6 +332,22 @@ def op_get(req):
     rid = req["run_id"]
     if not rid or "/" in rid or rid.startswith(".") or not os.path.isdir(os.path.join(runs, rid)):
         raise Fail("no run %r on this node (see: mambaconsole runs HOST)" % rid)
+    return _record(runs, rid)
+
+
+def op_note(req):
+    runs = _runs_dir(req)
+    rid = req["run_id"]
+    if not rid or "/" in rid or rid.startswith(".") or not os.path.isdir(os.path.join(runs, rid)):
+        raise Fail("no run %r on this node (see: mambaconsole runs HOST)" % rid)
+    path = os.path.join(runs, rid, "console.json")
+    cur = _read_json(path, {})
+    cur = cur if isinstance(cur, dict) else {}
+    peak = req.get("peak_mem_mib")
+    if isinstance(peak, (int, float)) and not isinstance(peak, bool):
+        old = cur.get("peak_mem_mib")
+        cur["peak_mem_mib"] = max(float(peak), float(old)) if isinstance(old, (int, float)) else float(peak)
+    _write_json(path, cur)
     return _record(runs, rid)
 
 
@@ -662,7 +686,7 @@ def op_unlock(req):
     return False
 
 
-OPS = {"start": op_start, "get": op_get, "list": op_list, "stop": op_stop, "lock": op_lock, "unlock": op_unlock}
+OPS = {"start": op_start, "get": op_get, "note": op_note, "list": op_list, "stop": op_stop, "lock": op_lock, "unlock": op_unlock}
 
 
 def main():

@@ -203,6 +203,13 @@ class RunStore:
     async def get(self, run_id: str) -> Run:
         return Run.from_record(await self._call("get", {"run_id": run_id}))
 
+    async def note(self, run_id: str, *, peak_mem_mib: float) -> Run:
+        """Keep what the console observed with the run (``runs/<id>/console.json``):
+        ``peak_mem_mib``, the highest used memory of one GPU (MiB) seen while the run was
+        current; the node keeps the larger of the stored and the new value. Returns the run,
+        its ``record["peak_mem_mib"]`` updated. Raises RunError for an unknown run."""
+        return Run.from_record(await self._call("note", {"run_id": run_id, "peak_mem_mib": float(peak_mem_mib)}))
+
     async def latest(self) -> Run | None:
         runs = await self.list(adopt=True)
         live = [r for r in runs if r.alive]

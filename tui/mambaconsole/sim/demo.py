@@ -82,7 +82,8 @@ def sim_command(sglang_argv: list[str], *, version: str = "0.5.11", seed: int = 
 
 def demo_env(home: Path | None = None) -> dict[str, str]:
     """Environment for the demo's processes: its MAMBACONSOLE_HOME and the GPU file inside it
-    (``MAMBACONSOLE_SIM_GPU_FILE`` for the sim, ``MAMBACONSOLE_SIM_GPU`` for the agent)."""
+    (``MAMBACONSOLE_SIM_GPU_FILE``, read by the sim and the node agent; also under the
+    deprecated alias ``MAMBACONSOLE_SIM_GPU``)."""
     home = Path(home) if home else demo_home()
     gpu_file = str(home / "sim-gpu.json")
     return {"MAMBACONSOLE_HOME": str(home), ENV_GPU_FILE: gpu_file, "MAMBACONSOLE_SIM_GPU": gpu_file}

@@ -29,7 +29,7 @@ from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.sglang.argv_diff import split_launch
 from mambaconsole.ui.confirm import ConfirmScreen
-from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.feed import Feed, RunStatus
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
 from mambaconsole.ui.help import HelpScreen, key_groups
@@ -44,6 +44,16 @@ from mambaconsole.ui.themes import load_themes
 NODE_CHANGING = {"edit", "relaunch", "stop"}
 #: the longest wait between polls while the node is unreachable (capped backoff), seconds
 BACKOFF_CAP = 30.0
+#: the runs listing backs off up to this many poll intervals while nothing changes (the
+#: current run's own status changes reach us at once through its log stream)
+RUNS_IDLE_FACTOR = 5
+#: /metrics backs off up to this many poll intervals while its values do not change
+METRICS_IDLE_FACTOR = 4
+#: seconds between /server_info reads once one answered for the current run (it holds the
+#: server's arguments, which do not change while it runs)
+SERVER_INFO_S = 60.0
+#: seconds between two notes of a run's GPU peak to the node (the last one is always sent)
+PEAK_NOTE_S = 5.0
 
 
 class ConsoleApp(App[int]):
@@ -101,6 +111,12 @@ class ConsoleApp(App[int]):
         self._following_run: str | None = None
         self._summaries: dict[str, dict] = {}
         self._closing = False
+        self._idle: dict[str, int] = {}  # poll -> answers in a row that changed nothing
+        self._runs_key: tuple | None = None
+        self._info_at: dict[str, float] = {}  # run id -> when /server_info last answered (monotonic)
+        self._noted_peak: dict[str, float] = {}  # run id -> peak GPU MiB last written to the node
+        self._peak_timer = None
+        self._poll_timers: dict[str, object] = {}  # poll -> its armed timer
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -188,7 +204,7 @@ class ConsoleApp(App[int]):
         self.watch_link()
         self.load_facts()
         self.poll_runs()
-        self.poll_gpu()
+        self.watch_gpu()
 
     @work(exclusive=True, group="facts", exit_on_error=False)
     async def load_facts(self) -> None:
@@ -205,21 +221,62 @@ class ConsoleApp(App[int]):
             self._lost("runs", exc)
 
     @work(exclusive=True, group="gpu", exit_on_error=False)
-    async def poll_gpu(self) -> None:
-        try:
-            self.post_message(M.Fed(await self.feed.gpu(), poll="gpu"))
-        except Exception as exc:
-            self._lost("gpu", exc)
+    async def watch_gpu(self) -> None:
+        """GPU samples every ``poll_s`` seconds from one long-lived node agent
+        (:meth:`Feed.gpu_stream`); when the stream breaks, it starts again once the link is up,
+        with capped backoff."""
+        delay = 1.0
+        while not self._closing:
+            try:
+                await self.feed.link.wait_up()
+                async for snap in self.feed.gpu_stream(self.poll_s):
+                    self.post_message(M.Fed(snap, poll="gpu"))
+                    delay = 1.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._lost("gpu", exc)
+            await asyncio.sleep(delay)
+            delay = min(BACKOFF_CAP, delay * 2)
 
     @work(exclusive=True, group="http", exit_on_error=False)
     async def poll_http(self) -> None:
-        port = self.feed.port_of(self.state.run)
+        """``/metrics`` at each poll; ``/server_info`` until it answered for the current run,
+        then every SERVER_INFO_S seconds."""
+        run = self.state.run
+        port = self.feed.port_of(run)
         try:
-            info = await self.feed.server_info(port)
-            self.post_message(M.Fed(info))
+            rid = run.run_id if run is not None else ""
+            last = self._info_at.get(rid)
+            if last is None or time.monotonic() - last >= SERVER_INFO_S:
+                info = await self.feed.server_info(port)
+                if info.data is not None:
+                    self._info_at[rid] = time.monotonic()
+                self.post_message(M.Fed(info))
             self.post_message(M.Fed(await self.feed.metrics(port), poll="http"))
         except Exception as exc:
             self._lost("http", exc)
+
+    @work(exclusive=True, group="peak", exit_on_error=False)
+    async def note_peak(self) -> None:
+        """Write the runs' GPU peaks seen since the last note to their records on the node."""
+        for rid, peak in list(self.state.gpu_peak_mib.items()):
+            if peak > self._noted_peak.get(rid, -1.0):
+                try:
+                    await self.feed.store.note(rid, peak_mem_mib=peak)
+                    self._noted_peak[rid] = peak
+                except Exception as exc:  # noqa: BLE001 - tried again at the next new peak
+                    self._lost("peak", exc)
+
+    def _peak_changed(self) -> None:
+        """A run's GPU peak rose: note it to the node at most every PEAK_NOTE_S seconds."""
+        if self._peak_timer is None and self.start_workers and not self._closing:
+            def fire() -> None:
+                self._peak_timer = None
+                if not self._closing:
+                    self.note_peak()
+
+            self._peak_timer = self.set_timer(PEAK_NOTE_S, fire)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_log(self, run: RunInfo, offset: int) -> None:
@@ -229,6 +286,9 @@ class ConsoleApp(App[int]):
         while True:
             try:
                 async for batch in self.feed.tail(run, offset):
+                    if isinstance(batch, RunStatus):
+                        self.call_later(self._run_status_changed)
+                        continue
                     self.post_message(M.Fed(batch))
                     delay = 1.0
                 return
@@ -265,6 +325,8 @@ class ConsoleApp(App[int]):
         was_up = self.state.connected
         if isinstance(msg.event, Phase) and msg.event.run_id:
             self._following_run = msg.event.run_id
+        if msg.poll in ("runs", "http"):
+            self._count_idle(msg.poll, msg.event)
         changed = self.state.apply(msg.event)
         if msg.poll is not None:
             self._fails.pop(msg.poll, None)
@@ -272,6 +334,8 @@ class ConsoleApp(App[int]):
                 self.feed.link.check()  # the node answered: let the supervisor reconnect now
         if isinstance(msg.event, Connection) and msg.event.up and not was_up and self.start_workers:
             self.poll_runs()  # re-read the node before anything acts on it (a pair may have relaunched)
+        if msg.poll == "gpu" and self._peak_unsaved():
+            self._peak_changed()
         run = self.state.run
         if prev_run is not None and run is not None and prev_run.run_id != run.run_id \
                 and run.run_id != self._following_run and not self.relaunching:
@@ -285,6 +349,13 @@ class ConsoleApp(App[int]):
             self._follow(run)
         self.refresh_panes(changed)
         self._arm(msg.poll)
+
+    def _run_status_changed(self) -> None:
+        """The followed run's status changed on the node: re-read the runs now."""
+        if self._closing or not self.start_workers:
+            return
+        self._idle["runs"] = 0
+        self.poll_runs()
 
     def _check_follow(self) -> None:
         """End the relaunch's "follow" phase once the new run is ready or has failed."""
@@ -312,15 +383,48 @@ class ConsoleApp(App[int]):
             self._resolved_for = run.argv
             self.resolve_current(run.argv)
 
+    def _count_idle(self, poll: str, event) -> None:
+        """Before ``event`` is applied: count answers in a row that changed nothing (the poll
+        then backs off)."""
+        if poll == "runs":
+            key = (event.current, tuple((r.run_id, r.state, r.outcome, r.exit_code, r.pid, r.ended, r.argv)
+                                        for r in event.runs))
+            same = key == self._runs_key
+            self._runs_key = key
+        else:  # MetricsSnapshot
+            same = event.error is None and event.values == self.state.metrics
+        self._idle[poll] = self._idle.get(poll, 0) + 1 if same else 0
+
+    def _peak_unsaved(self) -> bool:
+        for rid, peak in self.state.gpu_peak_mib.items():
+            if peak > self._noted_peak.get(rid, -1.0):
+                run = next((r for r in self.state.runs if r.run_id == rid), None)
+                if run is None or run.peak_mem_mib is None or peak > run.peak_mem_mib:
+                    return True
+        return False
+
     def _arm(self, poll: str | None) -> None:
-        """Arm ``poll``'s next run now that its last one has been handled."""
+        """Arm ``poll``'s next run now that its last one has been handled: every ``poll_s``,
+        backing off (doubling) while answers change nothing, and while it fails."""
         if poll is None or not self.start_workers or self._closing:
             return
         n = self._fails.get(poll, 0)
-        delay = self.poll_s if n == 0 else min(BACKOFF_CAP, self.poll_s * 2 ** n)
-        target = {"runs": self.poll_runs, "gpu": self.poll_gpu, "http": self.poll_http}.get(poll)
+        if n:
+            delay = min(BACKOFF_CAP, self.poll_s * 2 ** n)
+        else:
+            idle = self._idle.get(poll, 0)
+            factor = {"runs": RUNS_IDLE_FACTOR, "http": METRICS_IDLE_FACTOR}.get(poll, 1)
+            delay = self.poll_s * min(factor, 2 ** idle)
+        if poll == "http":
+            run = self.state.run
+            if run is None or run.state not in ("starting", "running", "adopted"):
+                return  # no live server to ask; following a new run starts it again
+        target = {"runs": self.poll_runs, "http": self.poll_http}.get(poll)
         if target is not None:
-            self.set_timer(delay, lambda: None if self._closing else target())
+            old = self._poll_timers.pop(poll, None)
+            if old is not None:
+                old.stop()  # one chain of polls, however often a poll was started by hand
+            self._poll_timers[poll] = self.set_timer(delay, lambda: None if self._closing else target())
 
     @on(M.PollFailed)
     def _poll_failed(self, msg: M.PollFailed) -> None:
@@ -388,7 +492,8 @@ class ConsoleApp(App[int]):
     def action_history(self) -> None:
         self.push_screen(HistoryScreen(self.state.runs, self.state.host,
                                        self.state.run.run_id if self.state.run else None,
-                                       feed=self.feed if self.start_workers else None, cache=self._summaries))
+                                       feed=self.feed if self.start_workers else None, cache=self._summaries,
+                                       peaks=self.state.gpu_peak_mib))
 
     def action_pick_run(self) -> None:
         def picked(run_id: str | None) -> None:

@@ -83,7 +83,7 @@ class Demo:
         settings = HostSettings(python=sys.executable, module="mambaconsole.sim", session=SESSION, port=self.port,
                                 poll_s=1.0, env=self.run_env())
         self.feed = Feed(self.node, settings, home=str(self.home), simulated=True, adopt=False,
-                         sim_gpu_file=self.env.get("MAMBACONSOLE_SIM_GPU"))
+                         sim_gpu_file=self.env.get(self.sim.ENV_GPU_FILE))
         return self.feed
 
     async def start(self) -> str:

@@ -14,11 +14,13 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from mambaconsole.errors import ConsoleError
+from mambaconsole.node.agent import agent_once, agent_record_batches
 from mambaconsole.node.base import Node, NodeError
 from mambaconsole.node.runs import Run, RunStore
 from mambaconsole.node.supervisor import Supervisor
@@ -30,9 +32,19 @@ from mambaconsole.ui.settings import HostSettings
 
 #: lines per LogLines batch at most (the pane redraws once per batch)
 BATCH = 500
+#: seconds between GPU samples of the node agent's stream (nvitop and k9s refresh every 1-2 s)
+GPU_INTERVAL = 2.0
 
 _STATE = {"starting": "starting", "running": "running", "exited": "exited", "lost": "dead",
           "adopted": "adopted", "gone": "dead", "exiting": "dead"}
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """From a run's log stream: the node agent saw its status.json or liveness change."""
+
+    run_id: str
+    alive: bool
 
 
 def run_info(run: Run) -> RunInfo:
@@ -73,6 +85,45 @@ def flag_value(argv, flag: str) -> str | None:
             return argv[i + 1]
         if a.startswith(flag + "="):
             return a.split("=", 1)[1]
+    return None
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapshot | None:
+    """A :class:`GpuSnapshot` from one node-agent record (shapes in ``agent/node_agent.py``):
+    ``gpu`` gives the readings, each process on the GPU whose list holds it (NVML's
+    per-device process lists, or nvidia-smi's ``gpu_uuid`` mapped to the index); ``no_gpu`` and a
+    failed sample (``error``) give an unavailable snapshot saying why; other records None.
+    Memory in MiB; ``now`` (console clock) stamps it."""
+    kind = rec.get("type")
+    if kind == "gpu":
+        sim = bool(rec.get("simulated"))
+        gpus, procs = [], []
+        for g in rec.get("gpus") or []:
+            idx = int(g.get("index", len(gpus)))
+            gpus.append(GpuReading(idx, str(g.get("name") or "?"), _num(g.get("memory_used_mib")) or 0.0,
+                                   _num(g.get("memory_total_mib")) or 0.0, _num(g.get("utilization_pct")),
+                                   simulated=sim, t=now))
+            for p in g.get("processes") or []:
+                pid = p.get("pid")
+                if not isinstance(pid, int):
+                    continue
+                cmd = p.get("cmdline")
+                procs.append(GpuProcess(idx, pid, _num(p.get("used_mib")) or 0.0, str(cmd or ""),
+                                        resolved=bool(cmd)))
+        return GpuSnapshot(tuple(gpus), tuple(procs), simulated=sim, t=now)
+    if kind == "no_gpu":
+        return GpuSnapshot((), available=False, reason=str(rec.get("reason") or "no GPU on this node")[:200],
+                           simulated=simulated, t=now)
+    if kind == "error" and "sample failed" in str(rec.get("message", "")):
+        msg = str(rec.get("message"))
+        if simulated:
+            msg = ("simulated GPU: no readings yet" if "No such file" in msg
+                   else f"simulated GPU: unreadable readings ({msg})")
+        return GpuSnapshot((), available=False, reason=msg[:200], simulated=simulated, t=now)
     return None
 
 
@@ -135,9 +186,10 @@ class Feed:
         return RunsListed(runs=infos, current=cur.run_id if cur else None)
 
     # ----------------------------------------------------------------- log
-    async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines]:
+    async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines | RunStatus]:
         """Follow ``run``'s log from byte ``offset``; yields batches of consecutive complete
-        lines with their byte offsets. It runs through the node's :class:`Supervisor`
+        lines with their byte offsets, and a :class:`RunStatus` whenever the node agent saw the
+        run's status.json or liveness change (the console re-reads the runs then). It runs through the node's :class:`Supervisor`
         (:attr:`link`): across a dropped connection it resumes from the offset just past the last
         line received, so no line is lost or repeated; ``LogLines.reset`` marks a log that was
         truncated or rotated (its lines restart at offset 0)."""
@@ -148,14 +200,17 @@ class Feed:
                 batch = tuple(LogLine(run.run_id, ln.offset, ln.text, ln.length) for ln in fb.lines)
                 if batch or fb.reset:
                     yield LogLines(run.run_id, batch, reset=bool(fb.reset))
+                if fb.run is not None:
+                    yield RunStatus(run.run_id, bool(fb.run.get("alive")))
         finally:
             await stream.aclose()
 
     async def run_summary(self, run: RunInfo, max_bytes: int = 8 << 20) -> dict:
         """What a run's log says, for the history: ``outcome`` (sglang.summary's words),
         ``time_to_ready`` (seconds from the log's first timestamp to the ready line),
-        ``peak_gb`` (the memory budget the log reported: weights + KV + Mamba + graphs, GB as
-        SGLang prints it), ``mean_accept_len``. Reads at most ``max_bytes`` of the log
+        ``budget_gb`` (the memory budget the log reported: weights + KV + Mamba + graphs, in
+        SGLang's "GB" as it prints them, 2**30 bytes; a budget, not a measured peak),
+        ``mean_accept_len``. Reads at most ``max_bytes`` of the log
         (its head and its tail when longer)."""
         from mambaconsole.sglang.events import LogParser, ServerReady
         from mambaconsole.sglang.summary import summarize
@@ -165,7 +220,7 @@ class Feed:
                                  'else head -c "$3" "$f"; printf "\\n"; tail -c "$3" "$f"; fi',
                                  "sh", run.log_path, str(max_bytes), str(half)], timeout=60)
         if not r.ok:
-            return {"outcome": run.outcome or "unknown", "time_to_ready": None, "peak_gb": None, "mean_accept_len": None}
+            return {"outcome": run.outcome or "unknown", "time_to_ready": None, "budget_gb": None, "mean_accept_len": None}
         parser = LogParser()
         events = []
         for line in r.out.splitlines():
@@ -179,60 +234,39 @@ class Feed:
             ttr = _log_time(ready) - _log_time(first)
         mem = s.memory_gb()
         parts = [mem.get(k) for k in ("weights", "kv_cache", "mamba_total", "cuda_graph")]
-        peak = round(sum(p for p in parts if p), 2) if any(parts) else None
-        return {"outcome": s.outcome, "time_to_ready": ttr, "peak_gb": peak, "mean_accept_len": s.spec.mean_accept_len,
+        budget = round(sum(p for p in parts if p), 2) if any(parts) else None
+        return {"outcome": s.outcome, "time_to_ready": ttr, "budget_gb": budget, "mean_accept_len": s.spec.mean_accept_len,
                 "failure": (f"{s.failure.exception or ''}: {s.failure.message or ''}".strip(": ") if s.failure else None)}
 
     # ----------------------------------------------------------------- gpu
-    async def gpu(self) -> GpuSnapshot:
-        """GPU memory (MiB), utilisation and processes: ``nvidia-smi`` on the node, or the
-        simulated node's GPU readings file (labelled simulated)."""
-        if self.sim_gpu_file:
-            return await self._sim_gpu()
-        q = ["nvidia-smi", "--query-gpu=index,name,memory.used,memory.total,utilization.gpu",
-             "--format=csv,noheader,nounits"]
-        try:
-            r = await self.node.run(q, timeout=20)
-        except FileNotFoundError:
-            return GpuSnapshot((), available=False, reason="nvidia-smi not found", t=self.clock())
-        if not r.ok:
-            return GpuSnapshot((), available=False, reason=(r.err.strip() or "nvidia-smi failed")[:120], t=self.clock())
-        now = self.clock()
-        gpus = []
-        for line in r.out.splitlines():
-            parts = [p.strip() for p in line.split(",")]
-            if len(parts) < 5:
-                continue
-            util = None if not parts[4].replace(".", "").isdigit() else float(parts[4])
-            gpus.append(GpuReading(int(parts[0]), parts[1], float(parts[2]), float(parts[3]), util, t=now))
-        procs = []
-        r2 = await self.node.run(["nvidia-smi", "--query-compute-apps=pid,used_memory,gpu_uuid,process_name",
-                                  "--format=csv,noheader,nounits"], timeout=20)
-        if r2.ok:
-            for line in r2.out.splitlines():
-                parts = [p.strip() for p in line.split(",")]
-                if len(parts) >= 4 and parts[0].isdigit():
-                    procs.append(GpuProcess(0, int(parts[0]), float(parts[1] or 0), parts[3],
-                                            resolved=parts[3] not in ("", "[Not Found]")))
-        return GpuSnapshot(tuple(gpus), tuple(procs), t=now)
+    def _gpu_choice(self) -> str:
+        return "sim" if self.sim_gpu_file else "auto"
 
-    async def _sim_gpu(self) -> GpuSnapshot:
-        r = await self.node.run(["cat", self.sim_gpu_file], timeout=20)
-        now = self.clock()
-        if not r.ok:
-            return GpuSnapshot((), available=False, reason="simulated GPU: no readings yet", simulated=True, t=now)
+    async def gpu_stream(self, interval: float = GPU_INTERVAL) -> AsyncIterator[GpuSnapshot]:
+        """GPU memory, utilisation and processes every ``interval`` seconds from ONE long-lived
+        node agent (``agent/node_agent.py``: pynvml, else ``nvidia-smi``, or the simulated
+        node's GPU file), until the iterator is closed (that stops the agent). Raises
+        :class:`~mambaconsole.node.base.NodeError` when the stream breaks (connection lost,
+        agent cannot start); the caller starts it again."""
+        batches = agent_record_batches(self.node, python=self.agent_python, interval=interval,
+                                       gpu=self._gpu_choice(), sim_file=self.sim_gpu_file)
         try:
-            data = json.loads(r.out)
-        except ValueError:
-            return GpuSnapshot((), available=False, reason="simulated GPU: unreadable readings", simulated=True, t=now)
-        gpus, procs = [], []
-        for g in data.get("gpus", []):
-            idx = int(g.get("index", 0))
-            gpus.append(GpuReading(idx, str(g.get("name", "?")), float(g.get("memory_used_mib", 0)),
-                                   float(g.get("memory_total_mib", 0)), g.get("utilization_pct"), simulated=True, t=now))
-            for p in g.get("processes") or []:
-                procs.append(GpuProcess(idx, int(p.get("pid", 0)), float(p.get("used_mib", 0)), str(p.get("cmdline", ""))))
-        return GpuSnapshot(tuple(gpus), tuple(procs), simulated=True, t=now)
+            async for recs in batches:
+                snap = None
+                for rec in recs:  # a late batch: only its newest sample matters
+                    snap = gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file)) or snap
+                if snap is not None:
+                    yield snap
+        finally:
+            await batches.aclose()
+
+    async def gpu(self) -> GpuSnapshot:
+        """One GPU sample (see :meth:`gpu_stream`) from a short agent run: for the relaunch's
+        wait for free GPU memory, not for the pane."""
+        hello, rec = await agent_once(self.node, python=self.agent_python, gpu=self._gpu_choice(),
+                                      sim_file=self.sim_gpu_file, timeout=30)
+        snap = gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file))
+        return snap or GpuSnapshot((), available=False, reason="no GPU record from the node agent", t=self.clock())
 
     # ----------------------------------------------------------------- http
     def port_of(self, run: RunInfo | None) -> int:

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState
+from mambaconsole.ui.redraw import update_static
 
 _SPARK = "▁▂▃▄▅▆▇█"
 #: budget items in drawing order, with their theme colour variable and legend letter
@@ -132,4 +133,8 @@ class GpuPane(Static, can_focus=True):
     """The GPU memory pane (reads :class:`ConsoleState` only)."""
 
     def refresh_from(self, state: ConsoleState) -> None:
-        self.update(gpu_renderable(state, self.size.width or 60, self.app.theme_variables))
+        # called only when the GPU data changed (ConsoleState skips equal samples); a layout
+        # only when the number of rows changed
+        table = gpu_renderable(state, self.size.width or 60, self.app.theme_variables)
+        rows = getattr(table, "row_count", None)
+        update_static(self, table, key=object(), lines=rows)

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState, fmt_duration
+from mambaconsole.ui.redraw import update_static
 
 _STATE_STYLE = {
     "ready": "bold $success",
@@ -95,4 +96,4 @@ class StatusBar(Static):
                 parts.append(v.get(p[1:], "red") if p.startswith("$") else p)
             styles[word] = " ".join(parts)
         styles["simulated"] = f"bold reverse {v.get('warning', 'yellow')}"
-        self.update(status_text(state, styles), layout=False)  # height: 2, whatever the text
+        update_static(self, status_text(state, styles), lines=2)  # height: 2, whatever the text: never a layout

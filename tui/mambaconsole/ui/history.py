@@ -1,7 +1,12 @@
 """``h``: the run history kept on the node, newest first: per run the argv diff from the
-previous run, outcome, time to ready, peak GPU memory, mean accept length. What the run
-record does not hold is read from each run's log on the node (SGLang knowledge's
-``summarize``), in a worker, and filled in as it arrives."""
+previous run, outcome, time to ready, peak GPU memory, the log's memory budget, mean accept
+length. What the run record does not hold is read from each run's log on the node (SGLang
+knowledge's ``summarize``), in a worker, and filled in as it arrives.
+
+"peak GPU" is measured: the highest used memory of one GPU (NVML / nvidia-smi MiB, shown in
+GiB) a console saw while the run was current and alive, kept with the run on the node
+(``RunStore.note``). "budget" is what the run's log said it allocated (weights + KV cache +
+Mamba cache + CUDA graphs), in SGLang's own "GB" label (SGLang's GB are 2**30 bytes)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from mambaconsole.sglang.argv_diff import diff_text
 
 #: runs summarised from their logs at most (newest first)
 SUMMARISE = 30
-COLUMNS = ("run", "started", "outcome", "to ready", "peak GPU", "accept len", "argv change from previous run")
+COLUMNS = ("run", "started", "outcome", "to ready", "peak GPU", "budget (log)", "accept len",
+           "argv change from previous run")
 
 
 class Summarised(Message):
@@ -29,9 +35,13 @@ class Summarised(Message):
         self.run_id, self.summary = run_id, summary
 
 
-def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None) -> list[tuple]:
-    """One tuple of cell texts per run, newest first (``summaries``: run id -> run_summary())."""
+def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
+                 peaks: dict[str, float] | None = None) -> list[tuple]:
+    """One tuple of cell texts per run (the COLUMNS), newest first (``summaries``: run id ->
+    run_summary(); ``peaks``: run id -> peak GPU MiB this console saw, merged with the run
+    record's by taking the larger)."""
     summaries = summaries or {}
+    peaks = peaks or {}
     rows = []
     prev = None
     for r in runs:
@@ -43,10 +53,12 @@ def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None) 
         if r.exit_code is not None:
             out += f" exit {r.exit_code}"
         ttr = r.time_to_ready if r.time_to_ready is not None else s.get("time_to_ready")
-        peak = f"{r.peak_mem_mib / 1024:.1f} GiB" if r.peak_mem_mib else (f"{s['peak_gb']:.1f} GB" if s.get("peak_gb") else "-")
+        seen = [v for v in (r.peak_mem_mib, peaks.get(r.run_id)) if v is not None]
+        peak = f"{max(seen) / 1024:.1f} GiB" if seen else "-"
+        budget = f"{s['budget_gb']:.1f} GB" if s.get("budget_gb") else "-"
         acc = r.mean_accept_len or s.get("mean_accept_len")
         d = diff_text(prev.argv, r.argv) if prev is not None else "first run"
-        rows.append((r.run_id, when, out, fmt_duration(ttr) if ttr is not None else "-", peak,
+        rows.append((r.run_id, when, out, fmt_duration(ttr) if ttr is not None else "-", peak, budget,
                      f"{acc:.2f}" if acc else "-", d))
         prev = r
     return list(reversed(rows))
@@ -60,10 +72,11 @@ class HistoryScreen(Screen[None]):
     """
 
     def __init__(self, runs: list[RunInfo], host: str, current: str | None, feed=None,
-                 cache: dict[str, dict] | None = None) -> None:
+                 cache: dict[str, dict] | None = None, peaks: dict[str, float] | None = None) -> None:
         super().__init__()
         self.runs, self.host, self.current, self.feed = runs, host, current, feed
         self.cache = cache if cache is not None else {}
+        self.peaks = peaks if peaks is not None else {}
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("Run history", "bold"), f"  on {self.host}: {len(self.runs)} runs, newest first"),
@@ -85,12 +98,12 @@ class HistoryScreen(Screen[None]):
         t = self.query_one(DataTable)
         t.clear()
         colors = self.app.theme_variables
-        for row in history_rows(self.runs, self.cache):
+        for row in history_rows(self.runs, self.cache, self.peaks):
             outcome = row[2]
             ostyle = colors.get("success", "green") if outcome.startswith("ready") else (
                 colors.get("error", "red") if any(w in outcome for w in ("oom", "arg_error", "crash", "dead", "lost")) else "")
             t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), row[1], Text(outcome, style=ostyle),
-                      *row[3:6], row[6], key=row[0])
+                      *row[3:7], row[7], key=row[0])
 
     @work(exclusive=True, group="history", exit_on_error=False)
     async def _summarise(self, runs: list[RunInfo]) -> None:

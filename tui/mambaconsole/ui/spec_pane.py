@@ -14,6 +14,7 @@ from textual.widgets import Sparkline, Static
 
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.state import ConsoleState
+from mambaconsole.ui.redraw import set_if_changed
 
 
 def rate_meaning(version: str | None) -> str:
@@ -44,7 +45,7 @@ class SpecPane(Vertical):
         spark_thr = self.query_one("#spark-thr", Sparkline)
         show = bool(pts)
         for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
-            w.display = show
+            set_if_changed(w, "display", show)
         if state.spec_enabled is False:
             stats.append("speculation off", f"bold {_rich_color(c.get('text-muted'), 'grey50')}")
             stats.append("\nthe run has no --speculative-algorithm", "dim")
@@ -72,9 +73,8 @@ class SpecPane(Vertical):
             if state.collapsed:
                 stats.append("\n ⚠ COLLAPSE: accept length ≈ 1.00, drafts all rejected ",
                              f"bold reverse {c.get('error', 'red')}")
-            spark_len.data = [p.accept_len for p in pts]
-            thr = [p.throughput for p in pts if p.throughput is not None]
-            spark_thr.data = thr
+            set_if_changed(spark_len, "data", [p.accept_len for p in pts])
+            set_if_changed(spark_thr, "data", [p.throughput for p in pts if p.throughput is not None])
         m = state.metrics
         extra = []
         for key, label in (("sglang:num_running_reqs", "running"), ("sglang:num_queue_reqs", "queued"),
@@ -88,7 +88,9 @@ class SpecPane(Vertical):
         # wider than the box), not for every decode batch (a flood of them is 20 frames/s)
         rows = stats.plain.split("\n")
         shape = (len(rows), max(cell_len(r) for r in rows) > box.size.width)
-        box.update(stats, layout=shape != getattr(self, "_shape", None) or shape[1])
+        if stats != getattr(self, "_shown", None):  # the same text again: no repaint at all
+            box.update(stats, layout=shape != getattr(self, "_shape", None) or shape[1])
+            self._shown = stats
         self._shape = shape
 
 

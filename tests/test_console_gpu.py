@@ -1,0 +1,147 @@
+"""The console's GPU data path: one long-lived node agent stream (the simulated node's GPU file,
+or a stand-in nvidia-smi), each process placed on the GPU that holds it, and the run's peak GPU
+memory in the history and in its record on the node. Expected values are computed from what
+the tests wrote (the GPU file, the stand-in's CSV), never from the console's output."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import textwrap
+
+import pytest
+
+from fixtures.console import console_for, wait_until
+from mambaconsole.node.local import LocalNode
+from mambaconsole.node.runs import RunStore
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.settings import HostSettings
+
+pytestmark = pytest.mark.timeout(120)
+
+# Serves (does nothing) until SIGINT.
+IDLE = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    print("serving", flush=True)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+def two_gpus(used0: float, used1: float, procs1: list[dict]) -> dict:
+    """The simulated GPU file (mambaconsole/sim/gpu.py shape) with two GPUs, the processes on
+    GPU 1 only."""
+    return {"gpus": [
+        {"index": 0, "name": "Sim GPU A", "memory_total_mib": 81920, "memory_used_mib": used0,
+         "utilization_pct": 0, "processes": []},
+        {"index": 1, "name": "Sim GPU B", "memory_total_mib": 81920, "memory_used_mib": used1,
+         "utilization_pct": 55, "processes": procs1},
+    ], "simulated": True}
+
+
+def write(path, data) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+async def test_stream_places_processes_on_their_gpu(tmp_path):
+    f = tmp_path / "gpu.json"
+    procs = [{"pid": 5151, "used_mib": 40000, "cmdline": "python -m sglang.launch_server --tp 1"},
+             {"pid": 5152, "used_mib": 1000, "cmdline": "python worker.py"}]
+    write(f, two_gpus(10, 41000, procs))
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(python=sys.executable), agent_python=sys.executable, sim_gpu_file=str(f))
+        stream = feed.gpu_stream(0.2)
+        try:
+            snap = await stream.__anext__()
+        finally:
+            await stream.aclose()
+        one = await feed.gpu()  # the one-shot sample (relaunch) reads the same way
+    for s in (snap, one):
+        assert [(g.index, g.name, g.used_mib) for g in s.gpus] == [(0, "Sim GPU A", 10), (1, "Sim GPU B", 41000)]
+        assert sorted((p.gpu, p.pid, p.used_mib) for p in s.processes) == [(1, 5151, 40000), (1, 5152, 1000)]
+        assert s.simulated
+
+
+async def test_nvidia_smi_processes_land_on_the_gpu_of_their_uuid(tmp_path, monkeypatch):
+    # a stand-in nvidia-smi printing `--format=csv,noheader,nounits`: the app runs on GPU-bbbb
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        case "$1" in
+          --query-gpu=*) printf '0, NVIDIA H100 80GB HBM3, 3, 81559, 0, GPU-aaaa\\n1, NVIDIA H100 80GB HBM3, 70123, 81559, 91, GPU-bbbb\\n' ;;
+          --query-compute-apps=*) printf 'GPU-bbbb, %s, 70000\\n' "$$" ;;
+        esac
+        """))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(python=sys.executable), agent_python=sys.executable)
+        stream = feed.gpu_stream(0.2)
+        try:
+            snap = await stream.__anext__()
+        finally:
+            await stream.aclose()
+    if not snap.available and "pynvml" not in (snap.reason or ""):
+        pytest.fail(snap.reason)
+    if snap.gpus and snap.gpus[0].name != "NVIDIA H100 80GB HBM3":
+        pytest.skip("this machine has a real GPU (pynvml answered)")
+    assert [(g.index, g.used_mib) for g in snap.gpus] == [(0, 3), (1, 70123)]
+    assert [(p.gpu, p.used_mib) for p in snap.processes] == [(1, 70000)]
+
+
+async def test_pane_shows_gpu1_processes_and_history_peak_is_the_max_observed(node_home, tmp_path, no_config):
+    f = tmp_path / "gpu.json"
+    write(f, {"gpus": [], "simulated": True})
+    script = tmp_path / "idle.py"
+    script.write_text(IDLE)
+    # what the "server" uses over time, per GPU (MiB); its processes are on GPU 1
+    samples = [(100.0, 20480.0), (200.0, 65536.5), (150.0, 40000.0)]
+    async with LocalNode() as node:
+        store = RunStore(node)
+        run = await store.start([sys.executable, str(script)])
+        app = console_for(node, sim_gpu_file=str(f), agent_python=sys.executable)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == run.run_id
+                             and app.state.run.state == "running", what="the run")
+            for used0, used1 in samples:
+                write(f, two_gpus(used0, used1, [{"pid": run.pid, "used_mib": used1, "cmdline": "python idle.py"}]))
+                await wait_until(pilot, lambda u=used1: app.state.gpu and len(app.state.gpu.gpus) == 2
+                                 and app.state.gpu.gpus[1].used_mib == u, what=f"the sample {used1}")
+            procs = app.state.gpu.processes
+            assert [(p.gpu, p.pid) for p in procs] == [(1, run.pid)]
+            # the pane's process row names GPU 1
+            from mambaconsole.ui.gpu_pane import gpu_renderable
+            from rich.console import Console
+
+            con = Console(width=100, record=True)
+            con.print(gpu_renderable(app.state, 100, {}))
+            row = next(ln for ln in con.export_text().splitlines() if str(run.pid) in ln)
+            assert row.split()[1] == "1", row
+
+            peak = max(max(s) for s in samples)  # the fullest GPU at its fullest
+            want = f"{peak / 1024:.1f} GiB"
+            await pilot.press("h")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
+            from mambaconsole.ui.history import COLUMNS
+
+            table = app.screen.query_one("DataTable")
+            assert str(table.get_row_at(0)[COLUMNS.index("peak GPU")]) == want
+            await pilot.press("escape")
+            # kept with the run on the node (within the note interval)
+            async def noted():
+                return (await store.get(run.run_id)).record.get("peak_mem_mib")
+
+            for _ in range(100):
+                if await noted() == peak:
+                    break
+                await pilot.pause(0.2)
+            assert await noted() == peak
+        # a lower peak noted later (another console) never lowers the record
+        assert (await store.note(run.run_id, peak_mem_mib=1.0)).record["peak_mem_mib"] == peak
+        await store.stop(run.run_id, int_s=5)
