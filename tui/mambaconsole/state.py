@@ -471,10 +471,20 @@ class ConsoleState:
         self.spec_n = 0
         self.collapsed = False
         self._low_run = 0
-        self._parser = _log_parser()
+        self._parser_obj: Any = None  # made on the first log line (SGLang knowledge loads then)
         self._budget_rank: str | None = None
         self.dumped_args: dict | None = None
         self.started_up = False
+
+    @property
+    def _parser(self) -> Any:
+        if self._parser_obj is None:
+            self._parser_obj = _log_parser()
+        return self._parser_obj
+
+    @_parser.setter
+    def _parser(self, value: Any) -> None:
+        self._parser_obj = value
 
     # --------------------------------------------------------------- derived
     @property
@@ -661,7 +671,7 @@ class ConsoleState:
         self._low_run = 0
         self.budget_gb = {}
         self._budget_rank = None
-        self._parser = _log_parser()
+        self._parser = None  # a fresh one on the new run's first line
         self.dumped_args = None
         self.started_up = False
         self.server_info = None
@@ -747,6 +757,8 @@ class ConsoleState:
     def flush_log(self) -> set[str]:
         """The log went idle: complete the pending record (a traceback at the end of the log)."""
         changed: set[str] = set()
+        if self._parser_obj is None:
+            return changed
         for e in self._parser.flush():
             changed |= self._on_sglang(e)
         return changed | ({"header"} if changed else set())

@@ -27,18 +27,14 @@ from mambaconsole.node.base import NodeError
 from mambaconsole.state import Connection, ConsoleState, Phase, Resolution, RunInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
-from mambaconsole.sglang.argv_diff import split_launch
-from mambaconsole.ui.confirm import ConfirmScreen
 from mambaconsole.ui.feed import Feed, RunStatus
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
-from mambaconsole.ui.help import HelpScreen, key_groups
-from mambaconsole.ui.history import HistoryScreen
 from mambaconsole.ui.log_pane import LogPane
-from mambaconsole.ui.run_picker import RunPicker
-from mambaconsole.ui.source_view import SourceScreen
 from mambaconsole.ui.spec_pane import SpecPane
-from mambaconsole.ui.themes import load_themes
+
+# Start-up: what the first paint does not need (the modal screens, the argv diff, themes'
+# TOML, httpx, SGLang knowledge's log parser) is imported when first used.
 
 #: actions that change the node: hidden (footer, palette, keys) with --read-only
 NODE_CHANGING = {"edit", "relaunch", "stop"}
@@ -129,6 +125,8 @@ class ConsoleApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        from mambaconsole.ui.themes import load_themes
+
         for th in load_themes():
             self.register_theme(th)
             self._themes.append(th.name)
@@ -310,6 +308,8 @@ class ConsoleApp(App[int]):
 
     @work(exclusive=True, group="resolve", exit_on_error=False)
     async def resolve_current(self, argv: tuple[str, ...]) -> None:
+        from mambaconsole.sglang.argv_diff import split_launch
+
         try:
             res = await self.feed.resolve(split_launch(list(argv))[1])
             self.post_message(M.Fed(Resolution(res, argv)))
@@ -449,6 +449,7 @@ class ConsoleApp(App[int]):
 
     def action_keys(self) -> None:
         from mambaconsole.ui.editor import EditorScreen
+        from mambaconsole.ui.help import HelpScreen, key_groups
 
         self.push_screen(HelpScreen(key_groups(self, [] if self.read_only else [("editor (e)", EditorScreen)])))
 
@@ -490,6 +491,8 @@ class ConsoleApp(App[int]):
         self._apply_sizes()
 
     def action_history(self) -> None:
+        from mambaconsole.ui.history import HistoryScreen
+
         self.push_screen(HistoryScreen(self.state.runs, self.state.host,
                                        self.state.run.run_id if self.state.run else None,
                                        feed=self.feed if self.start_workers else None, cache=self._summaries,
@@ -507,18 +510,22 @@ class ConsoleApp(App[int]):
             self.tail_log(run, 0)
             self.refresh_panes({"log", "header"})
 
+        from mambaconsole.ui.run_picker import RunPicker
+
         self.push_screen(RunPicker(self.state.runs, self.state.run.run_id if self.state.run else None), picked)
 
     def action_view_source(self, row) -> None:
         if not row.writer_file or not row.writer_line:
             self.notify(f"{row.flag}: no SGLang code wrote this value ({row.source})", timeout=3)
             return
+        from mambaconsole.ui.source_view import SourceScreen
+
         screen = SourceScreen(f"{row.flag} = {row.value!r}  ({row.source})  written by {row.changed_by or row.writer_file}")
         self.push_screen(screen)
         self._read_source(screen, row.writer_file, row.writer_line)
 
     @work(group="source", exit_on_error=False)
-    async def _read_source(self, screen: SourceScreen, file: str, line: int) -> None:
+    async def _read_source(self, screen, file: str, line: int) -> None:
         try:
             text = await self.feed.read_source(file, line)
             screen.show(text, None, line)
@@ -553,6 +560,8 @@ class ConsoleApp(App[int]):
         if run is None or not run.argv:
             self.notify("no run to relaunch", severity="warning")
             return
+        from mambaconsole.ui.confirm import ConfirmScreen
+
         self.push_screen(ConfirmScreen("Relaunch the server unchanged?",
                                        f"Stops run {run.run_id} and starts a new run with the same argv.", "Relaunch"),
                          lambda ok: self.relaunch_loop(list(run.argv)) if ok else None)
@@ -565,6 +574,8 @@ class ConsoleApp(App[int]):
         if run is None:
             self.notify("no run to stop", severity="warning")
             return
+        from mambaconsole.ui.confirm import ConfirmScreen
+
         self.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "SIGINT, then SIGTERM, then SIGKILL.", "Stop"),
                          lambda ok: self.stop_run(run) if ok else None)
 
@@ -607,6 +618,8 @@ class ConsoleApp(App[int]):
             self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10)
             lock = msg.lock or {}
             if lock.get("stale") and msg.argv and not self.read_only:
+                from mambaconsole.ui.confirm import ConfirmScreen
+
                 # the holder's session is gone: offer to break it, never silently
                 self.push_screen(ConfirmScreen(
                     f"Break the stale relaunch lock of {lock.get('holder', 'unknown')}?",

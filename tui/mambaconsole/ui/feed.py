@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.agent import agent_once, agent_record_batches
 from mambaconsole.node.base import Node, NodeError
@@ -150,7 +148,7 @@ class Feed:
         #: owns the connection: its status is what the header shows; streams resume through it
         self.link = Supervisor(node, clock=clock)
         self._warm = None
-        self._http: httpx.AsyncClient | None = None
+        self._http = None  # httpx.AsyncClient, made on the first request
         self._local_port: dict[int, int] = {}
 
     @property
@@ -276,7 +274,10 @@ class Feed:
                 return int(v)
         return self.settings.port
 
-    async def _get(self, port: int, path: str) -> httpx.Response:
+    async def _get(self, port: int, path: str):
+        """``httpx.Response`` of GET ``path`` on the node's ``port`` (forwarded)."""
+        import httpx
+
         if port not in self._local_port:
             self._local_port[port] = await self.node.forward_port(port)
         if self._http is None:
@@ -284,6 +285,8 @@ class Feed:
         return await self._http.get(f"http://127.0.0.1:{self._local_port[port]}{path}")
 
     async def server_info(self, port: int) -> ServerInfo:
+        import httpx
+
         try:
             r = await self._get(port, "/server_info")
             if r.status_code == 404:
@@ -296,6 +299,8 @@ class Feed:
     async def metrics(self, port: int) -> MetricsSnapshot:
         """``/metrics`` through :func:`mambaconsole.sglang.metrics.parse_metrics` (the rank-0
         series of each metric; NaN is "no data" and left out)."""
+        import httpx
+
         from mambaconsole.sglang.metrics import parse_metrics
 
         try:
