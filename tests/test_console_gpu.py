@@ -67,6 +67,15 @@ async def test_stream_places_processes_on_their_gpu(tmp_path):
         assert s.simulated
 
 
+async def test_a_failed_sample_is_an_unavailable_reading_not_an_error(tmp_path):
+    # the simulated node has not written its GPU file yet
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(python=sys.executable), agent_python=sys.executable,
+                    sim_gpu_file=str(tmp_path / "absent.json"))
+        snap = await feed.gpu()
+    assert not snap.available and snap.simulated and snap.reason == "simulated GPU: no readings yet"
+
+
 async def test_nvidia_smi_processes_land_on_the_gpu_of_their_uuid(tmp_path, monkeypatch):
     # a stand-in nvidia-smi printing `--format=csv,noheader,nounits`: the app runs on GPU-bbbb
     fake = tmp_path / "bin" / "nvidia-smi"

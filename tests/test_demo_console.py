@@ -29,7 +29,8 @@ SPEED = 20  # the sim's time scale: startup in well under a second
 def demo_home(monkeypatch, tmp_path):
     base = Path(tempfile.mkdtemp(prefix="mc-demo-"))  # short: tmux socket paths are limited
     for k in ("MAMBACONSOLE_HOME", "TMUX_TMPDIR", "MAMBACONSOLE_SIM_GPU_FILE", "MAMBACONSOLE_SIM_GPU", "TMUX"):
-        monkeypatch.delenv(k, raising=False)
+        monkeypatch.setenv(k, "")  # recorded, so that what Demo.apply_env sets is undone at teardown
+        monkeypatch.delenv(k)
     monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(tmp_path / "config.toml"))
     yield base
     subprocess.run(["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(base / "tmux")},

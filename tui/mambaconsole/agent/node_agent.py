@@ -60,7 +60,8 @@ listed under the GPU that holds them::
                "processes": [{"pid": int, "used_mib": float, "cmdline": str}]}],
      "simulated": true}
 
-With ``--once`` the agent prints ``hello`` and one GPU record and exits (no log follow).
+With ``--once`` the agent prints ``hello`` and one GPU record (``gpu``, ``no_gpu``, or ``error``
+when the sample failed) and exits (no log follow).
 """
 
 import argparse
@@ -267,15 +268,21 @@ def pick_backend(choice, sim_file):
     return NoGpu("; ".join(reasons) or "no GPU backend")
 
 
+def sample_record(backend):
+    """One ``gpu`` / ``no_gpu`` record, or an ``error`` record when the sample failed."""
+    t = time.time()
+    try:
+        rec = backend.sample()
+    except Exception as exc:  # noqa: BLE001 - a failed sample is reported, sampling goes on
+        rec = {"type": "error", "message": "%s sample failed: %s" % (backend.name, exc)}
+    rec["time"] = t
+    return rec
+
+
 def gpu_loop(backend, interval, stop):
     while not stop.is_set():
         t = time.time()
-        try:
-            rec = backend.sample()
-        except Exception as exc:  # noqa: BLE001 - a failed sample is reported, sampling goes on
-            rec = {"type": "error", "message": "%s sample failed: %s" % (backend.name, exc)}
-        rec["time"] = t
-        emit(rec)
+        emit(sample_record(backend))
         stop.wait(max(0.0, interval - (time.time() - t)))
 
 
@@ -510,9 +517,7 @@ def main(argv=None):
           "executable": sys.executable, "hostname": socket.gethostname(), "time": time.time(),
           "gpu_backend": backend.name})
     if args.once:
-        rec = backend.sample()
-        rec["time"] = time.time()
-        emit(rec)
+        emit(sample_record(backend))
         return 0
 
     stop = threading.Event()
