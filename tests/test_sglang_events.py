@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -545,3 +547,17 @@ def test_peek_shows_the_pending_record_without_consuming_it():
     assert type(tb) is ev.Traceback and not tb.complete
     p.feed("ValueError: x")
     assert p.peek().exc_type == "ValueError" and p.flush()[0].exc_type == "ValueError"
+
+
+def test_sglang_04_batch_lines_with_a_period():
+    """SGLang 0.4 (Dec 2024, sgl-project/sglang issue #2431 / #4236 as in
+    tests/data/logs/request-error.log) printed ``Decode batch. #running-req: ...``."""
+    lines = [ln for ln in (Path(__file__).parent / "data" / "logs" / "request-error.log").read_text().splitlines()
+             if "batch. #" in ln]
+    assert lines
+    for e in parse_text("\n".join(lines)):
+        assert type(e) in (ev.DecodeBatch, ev.PrefillBatch)
+        assert e.running is not None and e.queue == 0 and e.token_usage is not None
+    (d,) = parse_text("[2024-12-10 21:23:46 TP0] Decode batch. #running-req: 1, #token: 2695, "
+                      "token usage: 0.03, gen throughput (token/s): 46.48, largest-len: 0, #queue-req: 0, ")
+    assert (d.running, d.token, d.token_usage, d.gen_throughput) == (1, 2695, 0.03, 46.48)

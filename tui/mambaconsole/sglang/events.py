@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import ast
 import re
+import string
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator
 
@@ -1113,7 +1114,8 @@ def _p_batch(cls, head: str):
                 return None
             return _mk(cls, kw, body=msg[m.end():], iteration=_int(m.group(2)))
         o = new(cls)
-        kw["body"] = msg[n:]
+        # SGLang 0.4 (2024-25) wrote "Decode batch. #running-req: 1, ..." (a period)
+        kw["body"] = msg[n:] if msg[n:n + 1] != "." else "," + msg[n + 1:]
         kw["iteration"] = None
         kw["fragment"] = False
         setdict(o, "__dict__", kw)  # adopts kw: the callers never reuse it
@@ -1385,21 +1387,19 @@ _DISPATCH: dict[str, Any] = {
     "Sche": _p_watchdog,
     "Heal": _p_health,
     "KV c": _p_retract,
-    "'--m": _p_quote,
-    "'--": _p_quote,
     "Endp": _p_endpoint,
     "Hybr": _p_hybrid,
     "Disa": _p_disable,
     "Usin": _p_using,
     "Kill": _p_killed,
 }
+#: ``'--flag' is deprecated...``: every head a quoted flag name can start with
+_DISPATCH.update(("'--" + c, _p_quote) for c in string.ascii_letters + string.digits + "_-")
 
 
 def _classify(msg: str, kw: dict) -> Event:
     """The typed event for one logical message (envelope already removed). Never raises."""
     p = _DISPATCH.get(msg[:4])
-    if p is None and msg[:1] == "'":
-        p = _p_quote
     if p is not None:
         try:
             ev = p(msg, kw)
@@ -1578,9 +1578,7 @@ def _complete(msg: str, kw: dict) -> Event | None:
     head = msg[:4]
     p = _DISPATCH.get(head)
     if p is None:
-        if msg[:1] != "'":
-            return None
-        p = _p_quote
+        return None
     if head in _MAYBE_INCOMPLETE and _incomplete(msg):
         return None
     try:
@@ -1667,8 +1665,6 @@ class LogParser:
                 n += 1
                 head = msg[:4]
                 p = dispatch(head)
-                if p is None and head[:1] == "'":
-                    p = _p_quote
                 if p is None:  # plain text
                     ev = None
                     kw = {"text": text, "message": msg, "time": time, "rank": rank,
