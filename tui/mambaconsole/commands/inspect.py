@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.sglang.inspect import KINDS, inspect_text, per_rank_memory
+from mambaconsole.sglang.inspect import KINDS, details, inspect_text, per_rank_memory
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text
 
@@ -42,7 +42,9 @@ def _num(v, unit: str = "") -> str:
     return f"{v:g}{unit}" if isinstance(v, float) else f"{v}{unit}"
 
 
-def _human(r: dict) -> str:
+def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
+    """The readable summary: the JSON result's known values (absent ones left out), then
+    ``extra`` lines (:func:`mambaconsole.sglang.inspect.details`), then the findings."""
     lines = [f"kind: {r['kind']}"]
     if r["sglang_version"]:
         lines.append(f"SGLang version: {r['sglang_version']}")
@@ -58,7 +60,7 @@ def _human(r: dict) -> str:
             lines.append("  " + display_text(f["message"].splitlines()[0])[:300])
     m = r["memory_gb"]
     if any(v is not None for v in m.values()):
-        lines.append("memory (GB): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items()))
+        lines.append("memory (GB): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items() if v is not None))
     if r["mamba_slots"] is not None:
         lines.append(f"mamba slots: {r['mamba_slots']}")
     c = r["concurrency"]
@@ -86,6 +88,7 @@ def _human(r: dict) -> str:
     if r["metrics"]:
         lines.append("metrics: " + ", ".join(f"{k} {'no data' if v is None else v}"
                                              for k, v in r["metrics"].items() if k not in ("label_names",)))
+    lines += [f"{label}: {display_text(text)}" for label, text in extra]
     for fd in r["findings"]:
         lines.append(f"! {fd['code']}: {display_text(fd['message'])}")
     return "\n".join(lines)
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_finite(result), allow_nan=False))
         return 0
-    print(_human(result))
+    print(_human(result, details(data.decode("utf-8", "replace"), result["kind"])))
     if result["kind"] == "log":
         ranks = per_rank_memory(data.decode("utf-8", "replace"))
         if len(ranks) > 1:

@@ -66,6 +66,52 @@ def per_rank_memory(text: str) -> dict[str, dict[str, Any]]:
     return {(r or "main"): (mem[r] if r in mem else RankMemory(r)).detail() for r in ranks}
 
 
+def details(text: str, kind: str) -> list[tuple[str, str]]:
+    """Readable ``(label, text)`` lines beyond the fixed JSON shape, for ``inspect``'s summary:
+    for a log, the last boot's ready summary (KV pool tokens, chunked prefill, max prefill
+    tokens, context length, free GPU memory after init: SGLang's ``max_total_num_tokens=``
+    line, ``srt/managers/scheduler.py``); for server info, identity, the Mamba settings,
+    memory at startup and the startup timings (``/server_info``, 0.5.9+; ``/get_server_info``
+    before). Values as SGLang printed them; absent ones are left out."""
+    out: list[tuple[str, str]] = []
+    if kind == "log":
+        r = summarize(E.parse_text(text)).last.summary
+        if r is not None:
+            parts = [f"KV pool {r.max_total_num_tokens} tokens" if r.max_total_num_tokens is not None else None,
+                     f"context_len {r.context_len}" if r.context_len is not None else None,
+                     f"chunked_prefill_size {r.chunked_prefill_size}" if r.chunked_prefill_size is not None else None,
+                     f"max_prefill_tokens {r.max_prefill_tokens}" if r.max_prefill_tokens is not None else None,
+                     f"max_running_requests {r.max_running_requests}" if r.max_running_requests is not None else None,
+                     f"free GPU memory after init {r.available_gpu_mem_gb:g} GB"
+                     if r.available_gpu_mem_gb is not None else None]
+            out.append(("ready summary", ", ".join(p for p in parts if p)))
+    elif kind == "server_info":
+        si = parse_server_info(text)
+        a = si.effective_args
+
+        def pick(*keys: str) -> str:
+            return ", ".join(f"{k} {json.dumps(a[k])}" for k in keys if k in a)
+
+        ident = pick("model_path", "served_model_name", "tp_size", "dp_size", "pp_size", "port")
+        if si.status:
+            ident += f", status {si.status}"
+        out.append(("server", ident))
+        mamba = pick(*[k for k in a if "mamba" in k], "linear_attn_backend", "enable_hierarchical_cache")
+        if mamba:
+            out.append(("mamba", mamba))
+        mem = si.memory
+        mparts = [f"startup free {mem.startup_available_gb:g} GB" if mem.startup_available_gb is not None else None,
+                  f"token capacity {mem.token_capacity}" if mem.token_capacity is not None else None,
+                  f"graphs by phase {json.dumps(mem.graph_by_phase)}" if mem.graph_by_phase else None]
+        if any(mparts):
+            out.append(("memory", ", ".join(p for p in mparts if p)))
+        st = si.startup_time
+        if isinstance(st, dict) and st:
+            out.append(("startup (s)", ", ".join(f"{k} {v:.2f}" if isinstance(v, (int, float)) else f"{k} {v}"
+                                                 for k, v in st.items())))
+    return out
+
+
 def _log(text: str) -> dict[str, Any]:
     events = E.parse_text(text)
     s = summarize(events)
