@@ -83,3 +83,30 @@ async def test_budget_from_the_log_is_gib_with_the_gb_note(tmp_path):
     assert out.count("GB") == out.count('"GB"') == 1
     pct = round(g["memory_used_mib"] / g["memory_total_mib"] * 100)
     assert f"{g['memory_used_mib'] / 1024:.1f}/{g['memory_total_mib'] / 1024:.1f} GiB {pct}%" in out
+
+
+async def test_budget_legend_wraps_between_items_and_other_gets_its_value(tmp_path):
+    """The legend wraps as units (a swatch letter never ends a line away from its label) and
+    ``other`` is GiB used minus the budget's parts (the GPU file's reading, the log's budget)."""
+    state, g = await sim_state(tmp_path, used_bytes=98000 * MiB, util=80)
+    run = RunInfo("r1", argv=("python3", "-m", "sglang.launch_server"), started=1.0, state="running", pid=4242)
+    state.apply(RunsListed((run,), run.run_id))
+    off, lines = 0, []
+    for t in LOG.read_text().splitlines():
+        lines.append(LogLine(run.run_id, off, t))
+        off += len(t.encode()) + 1
+    state.apply(LogLines(run.run_id, tuple(lines)))
+    state.flush_log()
+    assert len(state.budget_gb) >= 5
+    other = g["memory_used_mib"] / 1024 - sum(state.budget_gb.values())
+    letters = {"weights": "W", "kv": "K", "mamba conv": "c", "mamba ssm": "M", "mamba spec": "s", "graphs": "G"}
+    for width in (40, 45, 60, 90):
+        out = pane_text(state, width)
+        for key, gib in state.budget_gb.items():
+            assert sum(f"{letters[key]} {key} {gib:.2f}" in ln for ln in out) == 1, (width, key, out)
+        assert sum(f"o other {other:.2f}" in ln for ln in out) == 1, (width, out)
+        # no line of the legend ends with a lone swatch letter
+        assert not any(re.search(r"(^|\s)[WKcMsGo]$", ln) for ln in out), out
+    # without a GPU reading there is no "other" number
+    state.gpu = None
+    assert not any("other" in ln for ln in pane_text(state, 90))

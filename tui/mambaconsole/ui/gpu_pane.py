@@ -53,7 +53,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         out.add_row(Text(why, style="dim"))
         if state.budget_gb:
             out.add_row(Text("memory budget from the run's log:", style="bold"))
-            out.add_row(_legend(state, colors))
+            out.add_row(_legend(state, colors, width))
         return out
     bar_w = max(10, width - 26)
     pids = state.server_pids()
@@ -99,7 +99,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         if hist:
             out.add_row(Text("used " + sparkline(hist, bar_w), style=colors.get("primary", "blue")))
     if state.budget_gb:
-        out.add_row(_legend(state, colors))
+        out.add_row(_legend(state, colors, width))
     procs = [p for p in snap.processes]
     if procs:
         out.add_row(Text("PID      GPU    GiB  command", style="bold"))
@@ -114,18 +114,45 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     return out
 
 
-def _legend(state: ConsoleState, colors: dict[str, str]) -> Text:
-    """``budget GiB (SGLang's "GB" = bytes/1024³): W weights 51.20  K kv 22.08 ... o other``."""
-    leg = Text("", no_wrap=False)
-    leg.append(GB_NOTE, "dim")
+def other_gib(state: ConsoleState) -> list[float]:
+    """Per GPU with a reading: GiB used minus the sum of the log's budget parts (what the
+    budget does not name: the CUDA context, NCCL, the allocator's cache). Empty when either the
+    GPU reading or the budget is unknown."""
+    snap = state.gpu
+    if snap is None or not snap.available or not state.budget_gb:
+        return []
+    parts = sum(state.budget_gb.get(key, 0.0) for key, _, _ in BUDGET)
+    return [gpu_memory(g.used_mib, g.total_mib)[0] - parts for g in snap.gpus]
+
+
+def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text:
+    """``budget GiB (SGLang logs "GB" = bytes/1024³): W weights 51.20  K kv 22.08 ... o other 3.10``,
+    wrapped at ``width`` cells between items, never inside one (a swatch stays with its label)."""
+    items: list[Text] = [Text(GB_NOTE, "dim")]
     for key, var, letter in BUDGET:
         if key in state.budget_gb:
-            leg.append(" ")
-            leg.append(f"{letter}", f"black on {colors.get(var, 'blue')}")
-            leg.append(f" {key} {state.budget_gb[key]:.2f} ")
-    leg.append(" ")
-    leg.append("o", f"black on {colors.get('foreground-muted', 'grey50')}")
-    leg.append(" other")
+            item = Text(no_wrap=True)
+            item.append(letter, f"black on {colors.get(var, 'blue')}")
+            item.append(f" {key} {state.budget_gb[key]:.2f}")
+            items.append(item)
+    other = other_gib(state)
+    if other:
+        item = Text(no_wrap=True)
+        item.append("o", f"black on {colors.get('foreground-muted', 'grey50')}")
+        item.append(" other " + "/".join(f"{v:.2f}" for v in other))
+        items.append(item)
+    leg = Text(no_wrap=True, overflow="ellipsis")
+    col = 0
+    for i, item in enumerate(items):
+        n = item.cell_len
+        if i and width and col + 2 + n > width:
+            leg.append("\n")
+            col = 0
+        elif i:
+            leg.append("  ")
+            col += 2
+        leg.append_text(item)
+        col += n
     return leg
 
 
