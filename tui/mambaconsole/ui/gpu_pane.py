@@ -84,7 +84,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
                 drawn += n
             other = used_cells - drawn
             if other > 0:
-                bar.append("o".ljust(other)[:other], f"black on {colors.get('foreground-muted', 'grey50')}")
+                bar.append("o".ljust(other)[:other], f"black on {_other_colour(colors)}")
                 drawn += other
         else:
             bar.append(" " * used_cells, f"on {colors.get('primary', 'blue')}")
@@ -114,6 +114,12 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     return out
 
 
+def _other_colour(colors: dict[str, str]) -> str:
+    """The theme's muted foreground as Rich takes it (``#RRGGBB``: its ``#RRGGBBAA`` has an alpha)."""
+    c = colors.get("foreground-muted", "grey50")
+    return c[:7] if c.startswith("#") and len(c) == 9 else c
+
+
 def other_gib(state: ConsoleState) -> list[float]:
     """Per GPU with a reading: GiB used minus the sum of the log's budget parts (what the
     budget does not name: the CUDA context, NCCL, the allocator's cache). Empty when either the
@@ -138,7 +144,7 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
     other = other_gib(state)
     if other:
         item = Text(no_wrap=True)
-        item.append("o", f"black on {colors.get('foreground-muted', 'grey50')}")
+        item.append("o", f"black on {_other_colour(colors)}")
         item.append(" other " + "/".join(f"{v:.2f}" for v in other))
         items.append(item)
     leg = Text(no_wrap=True, overflow="ellipsis")
