@@ -169,8 +169,8 @@ async def test_hostile_editor_values(demo_home):
 
 async def test_access_lines_of_the_polls_dim_hide_show(demo_home):
     """The console's own /server_info and /metrics polls print uvicorn access lines into the
-    sim's log: dimmed by default, ``a`` hides them from the view (the state keeps them), then
-    shows them plain, then dims them again."""
+    sim's log: hidden from the view by default (the state keeps them), ``a`` dims them, then
+    shows them plain, then hides them again."""
     demo = Demo(demo_home, speed=SPEED)
 
     async def start_working():
@@ -189,7 +189,19 @@ async def test_access_lines_of_the_polls_dim_hide_show(demo_home):
         polls = [ln.text for ln in app.state.log if is_poll(ln.text)]
         others = [ln.text for ln in app.state.log if not is_poll(ln.text)]
         assert any("Decode batch" in t or "fired up" in t for t in others)
-        # dim: shown, every character dimmed; the other lines are not dimmed as a whole
+        # default: hidden from the view, kept in the state, counted in the status line
+        assert pane.access_mode == "hide"
+        assert not any(is_poll(ln.text) for ln in pane._shown)
+        assert "poll lines hidden (a)" in str(pane.query_one("#log-status").render())
+        n_before = app.state.log_total
+        await wait_until(pilot, lambda: app.state.log_total > n_before + 2, timeout=30, what="more lines")
+        assert not any(is_poll(ln.text) for ln in pane._shown)  # new ones stay hidden too
+        assert sum(is_poll(ln.text) for ln in app.state.log) >= len(polls)
+        # a: dim: shown, every character dimmed; the other lines are not dimmed as a whole
+        pane.view.focus()
+        await pilot.press("a")
+        await pilot.pause(0.1)
+        assert pane.access_mode == "dim"
         shown = {ln.text: ln for ln in pane._shown}
         assert set(polls) <= set(shown)
         for t in polls:
@@ -198,24 +210,13 @@ async def test_access_lines_of_the_polls_dim_hide_show(demo_home):
         ready = next(ln for ln in pane._shown if "fired up" in ln.text)
         assert not any(sp.start == 0 and sp.end == len(ready.text) and "dim" in str(sp.style)
                        for sp in pane.view.line_text(ready).spans)
-        # a: hidden from the view, kept in the state
-        pane.view.focus()
-        await pilot.press("a")
-        await pilot.pause(0.1)
-        assert pane.access_mode == "hide"
-        assert not any(is_poll(ln.text) for ln in pane._shown)
-        assert sum(is_poll(ln.text) for ln in app.state.log) >= len(polls)
-        assert "access lines hidden" in str(pane.query_one("#log-status").render())
-        n_before = app.state.log_total
-        await wait_until(pilot, lambda: app.state.log_total > n_before + 2, timeout=30, what="more lines")
-        assert not any(is_poll(ln.text) for ln in pane._shown)  # new ones stay hidden too
         # a: shown plain (the severity/envelope styling only: no span over the whole line)
         await pilot.press("a")
         await pilot.pause(0.1)
         assert pane.access_mode == "show"
         line = next(ln for ln in pane._shown if is_poll(ln.text))
         assert not any("dim" in str(sp.style) for sp in pane.view.line_text(line).spans)
-        # a: back to dim
+        # a: back to hidden
         await pilot.press("a")
         await pilot.pause(0.1)
-        assert pane.access_mode == "dim" and any(is_poll(ln.text) for ln in pane._shown)
+        assert pane.access_mode == "hide" and not any(is_poll(ln.text) for ln in pane._shown)

@@ -1,7 +1,9 @@
 """Log pane: the tail of a run's log. Follows by default, pauses when scrolled up (and counts
 the new lines), ``/`` search with ``n``/``N``, ``f`` filter (regex, ``!`` prefix inverts),
 severity colours, ``E`` jumps to the first error, ``r`` picks another run's log, ``a`` cycles the
-HTTP access lines of the console's own polls (dim / hide / show). Always says whose log it
+HTTP access lines of the polls (hide the console's own / dim / show). The search and filter boxes
+close on Enter (an empty filter clears it) or Esc (changes nothing); the active search and filter
+stay on (also across runs) and are shown in the status line, apart from the log's text. Always says whose log it
 shows, and warns when that is not the current run's or is older than the run. Memory is bounded
 by :data:`mambaconsole.state.LOG_KEEP` lines; the rows are drawn by
 :class:`mambaconsole.ui.log_view.LogView`, which renders only the visible ones."""
@@ -13,11 +15,24 @@ import re
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import Input, Static
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Label, Static
 
 from mambaconsole.state import LOG_KEEP, ConsoleState, LineBuffer, ShownLine
 from mambaconsole.ui.log_view import ACCESS_MODES, LogView
+
+#: the paths the console itself polls (ui/feed.py: /server_info or /get_server_info, /metrics)
+#: and health checks: their access lines are hidden in the default access mode ("hide"); other
+#: access lines of polls stay dimmed
+OWN_POLL_PATHS = frozenset({"/metrics", "/server_info", "/get_server_info", "/health", "/health_generate"})
+# the request path of a uvicorn access line (with or without uvicorn's colours)
+_REQUEST_PATH = re.compile(r'"(?:\x1b\[[0-9;]*m)?GET (/[^\s?"\x1b]*)')
+
+
+def is_own_poll(text: str) -> bool:
+    """An access line (``ShownLine.access``) for one of :data:`OWN_POLL_PATHS`."""
+    m = _REQUEST_PATH.search(text)
+    return bool(m) and m.group(1) in OWN_POLL_PATHS
 
 
 def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
@@ -48,8 +63,10 @@ class LogPane(Vertical):
     DEFAULT_CSS = """
     LogPane #log-title { height: 1; }
     LogPane LogView { height: 1fr; scrollbar-size-vertical: 1; }
-    LogPane Input { display: none; height: 1; border: none; }
-    LogPane Input.shown { display: block; }
+    LogPane .log-ask { display: none; height: 1; }
+    LogPane .log-ask.shown { display: block; }
+    LogPane .log-ask Label { width: auto; height: 1; padding: 0 1; background: $accent; color: $text; text-style: bold; }
+    LogPane .log-ask Input { width: 1fr; height: 1; border: none; padding: 0 1; }
     LogPane #log-status { height: 1; color: $text-muted; }
     """
 
@@ -67,12 +84,19 @@ class LogPane(Vertical):
         self._match_at: int | None = None
         self._state: ConsoleState | None = None
         self._note = ""
+        self._match_info: tuple[int, int] | None = None  # (match number, matches) of the search
+        self._hidden = 0  # poll access lines left out by the "hide" access mode
         self._texts: dict[str, Text] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-title")
-        yield Input(placeholder="search (Enter: next, Esc: close)", id="log-search")
-        yield Input(placeholder="filter: regex, !regex keeps the others (Esc: clear)", id="log-filter")
+        with Horizontal(id="log-search-row", classes="log-ask"):
+            yield Label("search")
+            yield Input(placeholder="text (Enter: next match; empty Enter: no search; Esc: close)", id="log-search")
+        with Horizontal(id="log-filter-row", classes="log-ask"):
+            yield Label("filter")
+            yield Input(placeholder="regex, !regex keeps the others (Enter: apply; empty Enter: no filter; Esc: close)",
+                        id="log-filter")
         yield LogView(max_lines=LOG_KEEP, id="log-view")
         yield Static("", id="log-status")
 
@@ -96,7 +120,8 @@ class LogPane(Vertical):
                 "ready": c.get("success", "green")}
 
     def _keep(self, line: ShownLine) -> bool:
-        if line.access and self.access_mode == "hide":
+        if line.access and self.access_mode == "hide" and is_own_poll(line.text):
+            self._hidden += 1
             return False
         if self._filter is None:
             return True
@@ -125,6 +150,7 @@ class LogPane(Vertical):
         self._run_id = state.log_run_id
         self._generation = state.log_generation
         self._seen_total = state.log_total
+        self._hidden = 0
         self.view.set_lines(ln for ln in state.log if self._keep(ln))
         if follow:
             self.view.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -154,15 +180,27 @@ class LogPane(Vertical):
         s.append(f" {state.log_total} lines")
         if state.log_dropped:
             s.append(f" (last {len(state.log)} kept)", "dim")
-        if self._filter is not None:
-            s.append(f"  filter {'!' if self._invert else ''}{self._filter.pattern!s}: {len(self._shown)} shown")
-        if self.search_text:
-            s.append(f"  search '{self.search_text}'")
-        if self.access_mode != ACCESS_MODES[0]:
-            s.append(f"  access lines {'hidden' if self.access_mode == 'hide' else 'shown'}")
+        if self.access_mode == "hide":
+            s.append(f"  {self._hidden} poll lines hidden (a)")
+        else:
+            s.append(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)")
+        active = self._active_text()
+        if active:
+            s.append("  ")
+            s.append(f" {active} ", f"bold reverse {c.get('accent', 'magenta')}")
         if self._note:
             s.append(f"  {self._note}", c.get("warning", "yellow"))
         self._set_static("#log-status", s)
+
+    def _active_text(self) -> str:
+        """``search 'OutOfMemory' 3/7 · filter !mem (27 shown)``: the search and filter in force."""
+        parts = []
+        if self.search_text:
+            where = f" {self._match_info[0]}/{self._match_info[1]}" if self._match_info else ""
+            parts.append(f"search '{self.search_text}'{where}")
+        if self.filter_text and self._filter is not None:
+            parts.append(f"filter {self.filter_text} ({len(self._shown)} shown)")
+        return " · ".join(parts)
 
     def _set_static(self, selector: str, text: Text) -> None:
         """Update a one-row Static only when its text changed (no layout: the row stays one)."""
@@ -180,17 +218,26 @@ class LogPane(Vertical):
     def on_scroll_changed(self) -> None:  # pragma: no cover - visual
         pass
 
-    def action_search(self) -> None:
-        box = self.query_one("#log-search", Input)
-        box.add_class("shown")
-        box.value = self.search_text
+    def _open(self, which: str, value: str) -> None:
+        """Show the ``which`` box ("search"/"filter") prefilled with what is in force."""
+        for other in ("search", "filter"):
+            if other != which:
+                self.query_one(f"#log-{other}-row").remove_class("shown")
+        self.query_one(f"#log-{which}-row").add_class("shown")
+        box = self.query_one(f"#log-{which}", Input)
+        box.value = value
+        box.cursor_position = len(value)
         box.focus()
 
+    def _close(self, box: Input) -> None:
+        self.query_one(f"#{box.id}-row").remove_class("shown")
+        self.view.focus()
+
+    def action_search(self) -> None:
+        self._open("search", self.search_text)
+
     def action_filter(self) -> None:
-        box = self.query_one("#log-filter", Input)
-        box.add_class("shown")
-        box.value = self.filter_text
-        box.focus()
+        self._open("filter", self.filter_text)
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text
@@ -203,13 +250,15 @@ class LogPane(Vertical):
     def set_search(self, text: str) -> None:
         self.search_text = text
         self._match_at = None
+        self._match_info = None
         self.view.restyle(search=text)
         if self._state:
             self.action_next_match()
 
     def action_cycle_access(self) -> None:
-        """``a``: HTTP access lines of the console's own polls dimmed (default), hidden, shown
-        plain. Hiding only leaves them out of the view; the state keeps them."""
+        """``a``: HTTP access lines of polls: those of the console's own polls hidden (default,
+        the others dimmed), all dimmed, all shown plain. Hiding only leaves them out of the view;
+        the state keeps them."""
         old = self.access_mode
         self.access_mode = ACCESS_MODES[(ACCESS_MODES.index(old) + 1) % len(ACCESS_MODES)]
         self.view.restyle(access=self.access_mode)
@@ -220,26 +269,26 @@ class LogPane(Vertical):
 
     def on_input_submitted(self, ev: Input.Submitted) -> None:
         if ev.input.id == "log-search":
+            ev.stop()
+            self._close(ev.input)
             if ev.value != self.search_text:
                 self.set_search(ev.value)
-            else:
+            elif ev.value:
                 self.action_next_match()
-            self.view.focus()
         elif ev.input.id == "log-filter":
-            self.set_filter(ev.value)
-            ev.input.remove_class("shown") if not ev.value else None
-            self.view.focus()
+            ev.stop()
+            self._close(ev.input)
+            if ev.value != self.filter_text:
+                self.set_filter(ev.value)
 
     def on_key(self, ev) -> None:
+        """Esc in a box closes it and changes nothing else (the app does not un-zoom then:
+        :attr:`ConsoleApp.escape_to_minimize`)."""
         if ev.key != "escape":
             return
         for box in self.query(Input):
             if box.has_focus:
-                if box.id == "log-filter":
-                    box.value = ""
-                    self.set_filter("")
-                box.remove_class("shown")
-                self.view.focus()
+                self._close(box)
                 ev.stop()
 
     def _matches(self) -> list[int]:
@@ -255,6 +304,7 @@ class LogPane(Vertical):
     def action_next_match(self) -> None:
         m = self._matches()
         if not m:
+            self._match_info = None
             self._note = f"'{self.search_text}' not found" if self.search_text else ""
             if self._state:
                 self._update_title(self._state)
@@ -262,7 +312,7 @@ class LogPane(Vertical):
         self._note = ""
         cur = self._match_at if self._match_at is not None else int(self.view.scroll_y) + 1
         nxt = next((i for i in m if i > cur), m[0])
-        self._note = f"match {m.index(nxt) + 1}/{len(m)}"
+        self._match_info = (m.index(nxt) + 1, len(m))
         self._jump(nxt)
 
     def action_prev_match(self) -> None:
@@ -271,7 +321,8 @@ class LogPane(Vertical):
             return
         cur = self._match_at if self._match_at is not None else int(self.view.scroll_y) + 1
         prv = next((i for i in reversed(m) if i < cur), m[-1])
-        self._note = f"match {m.index(prv) + 1}/{len(m)}"
+        self._note = ""
+        self._match_info = (m.index(prv) + 1, len(m))
         self._jump(prv)
 
     def action_first_error(self) -> None:

@@ -8,7 +8,8 @@ keeps the frame time flat whatever :data:`mambaconsole.state.LOG_KEEP` is.
 
 Styling of a line: the SGLang envelope (``[2026-11-30 12:00:00 TP0]``) dim, the message in its
 severity colour, the search text reversed, and uvicorn access lines of the console's own polls
-(``INFO:     127.0.0.1:PORT - "GET /metrics HTTP/1.1" 200 OK``) muted, hidden or plain
+(``INFO:     127.0.0.1:PORT - "GET /metrics HTTP/1.1" 200 OK``) muted or plain (the pane hides
+the console's own polls in its default mode)
 (:attr:`LogView.access`)."""
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ _CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\u007f]")
 #: rendered rows kept (about two tall screens: scrolling back and forth re-renders nothing)
 CACHE_ROWS = 128
 
-#: access-line display modes, in the order ``a`` cycles them
-ACCESS_MODES = ("dim", "hide", "show")
+#: access-line display modes, in the order ``a`` cycles them; the first is the default. "hide":
+#: the pane leaves the console's own polls out (log_pane.OWN_POLL_PATHS), the others are dimmed
+ACCESS_MODES = ("hide", "dim", "show")
 
 
 def _overlay(pieces: list[tuple[int, int, Style]], hits: list[tuple[int, int]],
@@ -74,7 +76,7 @@ class LogView(ScrollView, can_focus=True):
         self._width = 0
         self._cache: LRUCache[int, Strip] = LRUCache(CACHE_ROWS)
         self.search = ""
-        self.access = "dim"
+        self.access = ACCESS_MODES[0]
         self.palette: dict[str, str] = {}
         self._styles: dict[str, Style] | None = None
         self._search_re: re.Pattern | None = None
@@ -179,7 +181,7 @@ class LogView(ScrollView, can_focus=True):
         styles = self._style_map()
         text = _clean(line[1])
         n = len(text)
-        if line[3] and self.access == "dim":  # access line of a poll
+        if line[3] and self.access != "show":  # access line of a poll (left when hiding: dimmed)
             pieces = [(0, n, styles["access"])]
         else:
             m = ENVELOPE.match(text)

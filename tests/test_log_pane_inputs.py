@@ -1,0 +1,162 @@
+"""The log pane's search/filter boxes and its access-line modes, driven with keys on the real
+app without a node (lines are folded in as the tail worker delivers them). Expected values come
+from the lines written here (their words and paths), never from the pane's own output."""
+
+from __future__ import annotations
+
+import pytest
+
+from mambaconsole.node.local import LocalNode
+from mambaconsole.state import LogLine, LogLines, RunInfo, RunsListed
+from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.settings import HostSettings
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def bare_app() -> ConsoleApp:
+    return ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+
+
+def write(app: ConsoleApp, run_id: str, texts: list[str]) -> None:
+    off, batch = 0, []
+    for t in texts:
+        batch.append(LogLine(run_id, off, t))
+        off += len(t.encode()) + 1
+    app.refresh_panes(app.state.apply(LogLines(run_id, tuple(batch))))
+
+
+def show_run(app: ConsoleApp, *run_ids: str) -> None:
+    app.state.apply(RunsListed(tuple(RunInfo(r, log_path=f"/{r}.log") for r in run_ids), run_ids[-1]))
+    app.state.show_log_of(run_ids[-1])
+    app.refresh_panes({"log", "header"})
+
+
+def status(app: ConsoleApp) -> str:
+    return str(app.log_pane.query_one("#log-status").render())
+
+
+def shown(app: ConsoleApp, which: str) -> bool:
+    return app.log_pane.query_one(f"#log-{which}-row").display
+
+
+async def test_filter_box_prefilled_enter_empty_clears_and_esc_only_closes():
+    app = bare_app()
+    texts = [f"[2026-11-30 12:00:00] line {i} " + ("mem pool full" if i % 3 == 0 else "decode") for i in range(120)]
+    keep = [t for t in texts if "mem" not in t]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", texts)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.view.focus()
+        await pilot.press("z")  # zoomed, as the newcomer had it
+        await pilot.pause(0.05)
+        assert app.screen.maximized is pane
+        await pilot.press("f", *"!mem", "enter")
+        await pilot.pause(0.05)
+        assert [ln.text for ln in pane._shown] == keep
+        assert not shown(app, "filter")  # submitted: the box is gone, no row that looks like a log line
+        assert f"filter !mem ({len(keep)} shown)" in status(app)
+        assert pane.following
+        # f opens the box prefilled with the filter in force, with its label
+        await pilot.press("f")
+        await pilot.pause(0.05)
+        box = pane.query_one("#log-filter")
+        assert app.focused is box and box.value == "!mem" and shown(app, "filter")
+        assert "filter" in str(pane.query_one("#log-filter-row Label").render())
+        # Esc closes the box only: still zoomed, still following, the filter unchanged
+        await pilot.press("escape")
+        await pilot.pause(0.05)
+        assert not shown(app, "filter") and app.focused is pane.view
+        assert app.screen.maximized is pane
+        assert pane.following
+        assert [ln.text for ln in pane._shown] == keep
+        # Enter on the emptied box clears the filter
+        await pilot.press("f", *["backspace"] * 4, "enter")
+        await pilot.pause(0.05)
+        assert [ln.text for ln in pane._shown] == texts
+        assert "filter" not in status(app)
+        assert not shown(app, "filter") and app.screen.maximized is pane
+
+
+async def test_search_and_filter_live_in_the_status_line_and_across_runs():
+    app = bare_app()
+    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" OutOfMemory here" if i in (10, 20, 30) else "") for i in range(50)]
+    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" + (" OutOfMemory again" if i == 5 else "") for i in range(40)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", r1)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.view.focus()
+        await pilot.press("slash", *"OutOfMemory", "enter")
+        await pilot.pause(0.05)
+        assert not shown(app, "search")
+        assert "search 'OutOfMemory' 1/3" in status(app)
+        await pilot.press("n")
+        await pilot.pause(0.05)
+        assert "search 'OutOfMemory' 2/3" in status(app)
+        await pilot.press("f", *"line [0-3]", "enter")
+        await pilot.pause(0.05)
+        want = [t for t in r1 if any(f"line {d}" in t for d in "0123")]
+        assert "search 'OutOfMemory' 2/3 · filter line [0-3]" in status(app)
+        # shown apart from the log's text: the status line, in its own style; no view row is the query
+        chip = pane._texts["#log-status"]  # the Rich Text the status row was given
+        assert chip.plain == status(app)
+        spans = [chip.plain[sp.start:sp.end] for sp in chip.spans if "reverse" in str(sp.style)]
+        assert any("search 'OutOfMemory'" in s and "filter line [0-3]" in s for s in spans), spans
+        assert [ln.text for ln in pane._shown] == want
+        # the next run's log: the search and filter stay, still in the status line
+        show_run(app, "r1", "r2")
+        write(app, "r2", r2)
+        await pilot.pause(0.05)
+        assert app.state.log_run_id == "r2"
+        assert [ln.text for ln in pane._shown] == [t for t in r2 if any(f"line {d}" in t for d in "0123")]
+        assert "filter line [0-3]" in status(app) and "search 'OutOfMemory'" in status(app)
+        assert not shown(app, "search") and not shown(app, "filter")
+
+
+def access(port: int, path: str, method: str = "GET") -> str:
+    return f'INFO:     127.0.0.1:{port} - "{method} {path} HTTP/1.1" 200 OK'
+
+
+async def test_own_polls_hidden_by_default_other_access_lines_dim_a_cycles():
+    app = bare_app()
+    own = ["/metrics", "/server_info", "/get_server_info", "/health", "/health_generate"]
+    texts = ["[2026-11-30 12:00:00] The server is fired up and ready to roll!"]
+    for i in range(30):
+        texts.append(access(41000 + i, own[i % len(own)]))
+        if i % 10 == 0:
+            texts.append(access(42000 + i, "/v1/models"))  # a poll, but not the console's own
+            texts.append(f"[2026-11-30 12:00:0{i // 10}] Decode batch, #running-req: {i}")
+    n_own = sum(any(f'"GET {p} HTTP' in t for p in own) for t in texts)
+    assert n_own == 30
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", texts)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.view.focus()
+        rows = [ln.text for ln in pane._shown]
+        assert rows == [t for t in texts if not any(f'"GET {p} HTTP' in t for p in own)]
+        assert f"{n_own} poll lines hidden (a)" in status(app)
+        assert len(app.state.log) == len(texts)  # the state keeps them all
+        other = next(ln for ln in pane._shown if "/v1/models" in ln.text)
+        assert any(sp.start == 0 and sp.end == len(other.text) and "dim" in str(sp.style)
+                   for sp in pane.view.line_text(other).spans)
+        # new lines: the own polls stay hidden and are counted
+        write(app, "r1", texts + [access(43000, "/metrics"), access(43001, "/metrics")])
+        await pilot.pause(0.05)
+        assert f"{n_own + 2} poll lines hidden (a)" in status(app)
+        await pilot.press("a")  # dim: every line shown, the polls dimmed
+        await pilot.pause(0.05)
+        assert len(pane._shown) == len(texts) + 2
+        assert "poll lines dimmed (a)" in status(app)
+        await pilot.press("a")  # show: plain
+        await pilot.pause(0.05)
+        assert len(pane._shown) == len(texts) + 2 and "poll lines shown (a)" in status(app)
+        await pilot.press("a")  # back to hide
+        await pilot.pause(0.05)
+        assert f"{n_own + 2} poll lines hidden (a)" in status(app)
