@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.base import NodeError
@@ -51,6 +51,44 @@ SERVER_INFO_S = 60.0
 #: seconds between two notes of a run's GPU peak to the node (the last one is always sent)
 PEAK_NOTE_S = 5.0
 
+#: the command palette (ctrl+p): ``(title, help, action)``, one entry per action, keys as typed;
+#: ``log.``/``args.`` actions run on the log pane / the ServerArgs pane
+PALETTE = (
+    ("Quit the console", "q · the server keeps running", "quit_console"),
+    ("Keys: the whole key map", "?", "keys"),
+    ("Edit the Mamba parameters and relaunch", "e · pre-flight with SGLang's own resolution first", "edit"),
+    ("Relaunch the server unchanged", "R · stops the current run, starts the same argv", "relaunch"),
+    ("Stop the server", "S · SIGINT, then SIGTERM, then SIGKILL", "stop"),
+    ("History of the runs", "h", "history"),
+    ("Zoom the focused pane (again: back)", "z", "zoom"),
+    ("Next theme", "t", "cycle_theme"),
+    ("Save a screenshot (SVG)", "ctrl+s · into the screenshots folder of the user data dir", "save_svg"),
+    ("Go to the GPU memory pane", "1", "focus_pane('gpu')"),
+    ("Go to the speculative decoding pane", "2", "focus_pane('spec')"),
+    ("Go to the ServerArgs pane", "3", "focus_pane('args')"),
+    ("Go to the log pane", "4", "focus_pane('log')"),
+    ("Narrower ServerArgs pane", "[", "resize(-1)"),
+    ("Wider ServerArgs pane", "]", "resize(1)"),
+    ("Shorter top row", "-", "resize_top(-1)"),
+    ("Taller top row", "+", "resize_top(1)"),
+    ("Log: pick the run whose log is shown", "r in the log pane", "pick_run"),
+    ("Log: jump to the first error", "E in the log pane", "log.first_error"),
+    ("Log: follow the end", "End or G in the log pane", "log.follow"),
+    ("Log: search", "/ in the log pane · n / N: next / previous match", "log.search"),
+    ("Log: filter", "f in the log pane · regex, !regex keeps the others", "log.filter"),
+    ("Log: poll access lines hidden / dimmed / shown", "a in the log pane", "log.cycle_access"),
+    ("ServerArgs: show all / non-default / changed", "a in the ServerArgs pane", "args.cycle_filter"),
+    ("ServerArgs: search", "/ in the ServerArgs pane", "args.search"),
+    ("ServerArgs: SGLang source of the selected row", "v in the ServerArgs pane", "args.view_source"),
+)
+
+
+def screenshot_folder() -> Path:
+    """Where ``ctrl+s`` saves: ``<platformdirs user data dir>/mambaconsole/screenshots``."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("mambaconsole")) / "screenshots"
+
 
 class ConsoleApp(App[int]):
     """``mambaconsole HOST``. ``feed`` talks to the node; ``clock`` is frozen in snapshot tests;
@@ -60,6 +98,8 @@ class ConsoleApp(App[int]):
     TITLE = "mambaconsole"
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
+    #: a zoomed pane keeps the header (the run's state) and the footer in sight
+    ALLOW_IN_MAXIMIZED_VIEW = "StatusBar, Footer"
 
     BINDINGS = [
         Binding("q", "quit_console", "Quit", tooltip="quit; the server keeps running"),
@@ -91,7 +131,7 @@ class ConsoleApp(App[int]):
         self.poll_s = poll_s
         self.state = ConsoleState(feed.host, clock=clock)
         self.state.simulated = feed.simulated
-        self.screenshot_dir = screenshot_dir or os.getcwd()
+        self.screenshot_dir = screenshot_dir  # None: screenshot_folder()
         self.on_quit_hook = on_quit
         self.prepare_hook = prepare
         self.start_workers = start_workers
@@ -470,9 +510,23 @@ class ConsoleApp(App[int]):
         self.theme = names[(i + 1) % len(names)]
         self.notify(f"theme {self.theme}", timeout=2)
 
+    @property
+    def escape_to_minimize(self) -> bool:
+        """Esc in an input box (log search/filter, ServerArgs search) closes the box, never
+        un-zooms the pane."""
+        if isinstance(self.focused, Input):
+            return False
+        return super().escape_to_minimize
+
     def action_save_svg(self) -> None:
-        path = self.save_screenshot(path=self.screenshot_dir)
-        self.notify(f"saved {path}", timeout=4)
+        folder = Path(self.screenshot_dir) if self.screenshot_dir else screenshot_folder()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error", timeout=8)
+            return
+        self.notify(f"saved {os.path.abspath(path)}", timeout=6)
 
     def action_focus_pane(self, which: str) -> None:
         target = {"gpu": "#gpu", "spec": "#spec", "args": "#args-table", "log": "#log-view"}[which]
@@ -635,25 +689,17 @@ class ConsoleApp(App[int]):
 
     # ----------------------------------------------------------------- palette
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for b in self.BINDINGS:
-            if self.read_only and b.action in NODE_CHANGING:
+        """The palette: :data:`PALETTE` (Textual's own entries would twin ours: Keys,
+        Screenshot, Maximize, Quit, Theme)."""
+        for title, help_text, action in PALETTE:
+            if self.read_only and action in NODE_CHANGING:
                 continue
-            if b.action in ("quit_console",):
-                continue
-            yield SystemCommand(b.description, f"key {b.key}", lambda a=b.action: self.run_action(a))
-        yield SystemCommand("Pick the run whose log is shown", "key r", self.action_pick_run)
-        yield SystemCommand("Log: jump to the first error", "key E", lambda: self.log_pane.action_first_error())
-        yield SystemCommand("Log: follow the end", "key End", lambda: self.log_pane.action_follow())
-        yield SystemCommand("Log: search", "key /", lambda: self.log_pane.action_search())
-        yield SystemCommand("Log: filter", "key f", lambda: self.log_pane.action_filter())
-        yield SystemCommand("Log: access lines of the polls dim / hide / show", "key a (log pane)",
-                            lambda: self.log_pane.action_cycle_access())
-        yield SystemCommand("ServerArgs: cycle filter all / non-default / changed", "key a",
-                            lambda: self.args_pane.action_cycle_filter())
-        yield SystemCommand("ServerArgs: search", "key / in the pane", lambda: self.args_pane.action_search())
-        yield SystemCommand("ServerArgs: SGLang source of the selected row", "key v",
-                            lambda: self.args_pane.action_view_source())
+            yield SystemCommand(title, help_text, lambda a=action: self._palette_run(a))
+
+    def _palette_run(self, action: str) -> None:
+        pane, _, name = action.rpartition(".")
+        target = {"log": self.log_pane, "args": self.args_pane}.get(pane)
+        self.call_later(self.run_action, name if target is not None else action, target)
 
     async def on_unmount(self) -> None:
         """Stop our workers first (their node commands end with them), then the quit hook

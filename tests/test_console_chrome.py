@@ -1,0 +1,91 @@
+"""The console's chrome around the panes: zoom keeps the header, the command palette's entries,
+where ctrl+s saves. On the real app without a node."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mambaconsole.node.local import LocalNode
+from mambaconsole.state import RunInfo, RunsListed
+from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.header import StatusBar
+from mambaconsole.ui.settings import HostSettings
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def bare_app(**kw) -> ConsoleApp:
+    return ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False, **kw)
+
+
+async def test_zoom_keeps_both_header_lines_in_sight():
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("run-zoom-1", log_path="/x", state="running"),), "run-zoom-1"))
+        app.refresh_panes({"header", "log"})
+        await pilot.pause(0.05)
+        bar = app.query_one(StatusBar)
+        before = app.screen._compositor.visible_widgets
+        assert bar in before
+        for pane_key, pane_id in (("4", "log"), ("1", "gpu")):
+            await pilot.press(pane_key, "z")
+            await pilot.pause(0.05)
+            assert app.screen.maximized is app.query_one(f"#{pane_id}")
+            assert bar in app.screen._compositor.visible_widgets
+            assert bar.region.height == 2 and bar.region.y == 0
+            pane = app.query_one(f"#{pane_id}")
+            assert pane.region.y >= 2  # below the header, not over it
+            assert "run-zoom-1" in app.export_screenshot()
+            await pilot.press("z")
+            await pilot.pause(0.05)
+            assert app.screen.maximized is None
+
+
+RAW_KEY = re.compile(r"^key\b|\b(question_mark|minus|plus|equals_sign|left_square_bracket|right_square_bracket|ctrl\+p)\b")
+
+
+async def test_palette_has_one_readable_entry_per_action():
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        cmds = list(app.get_system_commands(app.screen))
+        titles = [c.title for c in cmds]
+        assert len(titles) == len(set(titles)), titles
+        for c in cmds:
+            assert not RAW_KEY.search(c.title) and not RAW_KEY.search(c.help), (c.title, c.help)
+            assert len(c.title.split()) >= 2, c.title  # not a bare "GPU", "Log", "Args", "Keys"
+            assert c.help, c.title
+        # every key of the app has its entry (the key is named in the entry's help, as typed)
+        helps = " ".join(c.help for c in cmds)
+        for b in app.BINDINGS:
+            for key in b.key.split(","):
+                typed = {"question_mark": "?", "minus": "-", "plus": "+", "equals_sign": "+",
+                         "left_square_bracket": "[", "right_square_bracket": "]"}.get(key, key)
+                assert re.search(rf"(^|\s){re.escape(typed)}(\s|$)", helps), key
+        # an entry runs its action: the log filter box opens
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"Log: filter")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.query_one("#log-filter-row").display
+        assert app.focused is app.query_one("#log-filter")
+
+
+async def test_ctrl_s_saves_under_the_user_data_dir_and_says_where(tmp_path, monkeypatch):
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.chdir(cwd)
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        saved = list((data / "mambaconsole" / "screenshots").glob("*.svg"))
+        assert len(saved) == 1 and saved[0].read_text().lstrip().startswith("<svg")
+        assert list(cwd.iterdir()) == []
+        assert any(str(saved[0]) in str(n.message) for n in app._notifications), list(app._notifications)
