@@ -4,6 +4,8 @@ from the lines written here (their words and paths), never from the pane's own o
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mambaconsole.node.local import LocalNode
@@ -101,12 +103,18 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         await pilot.press("f", *"line [0-3]", "enter")
         await pilot.pause(0.05)
         want = [t for t in r1 if any(f"line {d}" in t for d in "0123")]
-        assert "search 'OutOfMemory' 2/3 · filter line [0-3]" in status(app)
+        n_kept = sum("OutOfMemory" in t for t in want)
+        # the rows changed: the matches are counted again, none is current until n
+        assert f"search 'OutOfMemory' {n_kept} matches · filter line [0-3]" in status(app)
+        await pilot.press("n")
+        await pilot.pause(0.05)
+        assert re.search(rf"search 'OutOfMemory' [1-{n_kept}]/{n_kept} · filter line \[0-3\]", status(app)), status(app)
         # shown apart from the log's text: the status line, in its own style; no view row is the query
         chip = pane._texts["#log-status"]  # the Rich Text the status row was given
         assert chip.plain == status(app)
         spans = [chip.plain[sp.start:sp.end] for sp in chip.spans if "reverse" in str(sp.style)]
         assert any("search 'OutOfMemory'" in s and "filter line [0-3]" in s for s in spans), spans
+        assert chip.plain.index("search") < chip.plain.index("lines")  # first, before the counts
         assert [ln.text for ln in pane._shown] == want
         # the next run's log: the search and filter stay, still in the status line
         show_run(app, "r1", "r2")

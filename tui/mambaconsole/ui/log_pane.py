@@ -177,6 +177,11 @@ class LogPane(Vertical):
             s.append(f" ▼ {self._new} new lines (End: follow) ", f"bold reverse {c.get('accent', 'magenta')}")
         else:
             s.append(" following " if self.following else " paused ", "dim")
+        active = self._active_text()  # first: the part that changes what the rows mean
+        if active:
+            s.append(" ")
+            s.append(f" {active} ", f"bold reverse {c.get('secondary', 'cyan')}")
+            s.append(" ")
         s.append(f" {state.log_total} lines")
         if state.log_dropped:
             s.append(f" (last {len(state.log)} kept)", "dim")
@@ -184,10 +189,6 @@ class LogPane(Vertical):
             s.append(f"  {self._hidden} poll lines hidden (a)")
         else:
             s.append(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)")
-        active = self._active_text()
-        if active:
-            s.append("  ")
-            s.append(f" {active} ", f"bold reverse {c.get('accent', 'magenta')}")
         if self._note:
             s.append(f"  {self._note}", c.get("warning", "yellow"))
         self._set_static("#log-status", s)
@@ -196,7 +197,13 @@ class LogPane(Vertical):
         """``search 'OutOfMemory' 3/7 · filter !mem (27 shown)``: the search and filter in force."""
         parts = []
         if self.search_text:
-            where = f" {self._match_info[0]}/{self._match_info[1]}" if self._match_info else ""
+            if self._match_info is None:
+                where = ""
+            elif self._match_info[0]:
+                where = f" {self._match_info[0]}/{self._match_info[1]}"
+            else:
+                n = self._match_info[1]
+                where = f" {n} match{'' if n == 1 else 'es'}"
             parts.append(f"search '{self.search_text}'{where}")
         if self.filter_text and self._filter is not None:
             parts.append(f"filter {self.filter_text} ({len(self._shown)} shown)")
@@ -245,6 +252,9 @@ class LogPane(Vertical):
         self._note = err or ""
         if self._state:
             self._rebuild(self._state, follow=self.following)
+            if self.search_text:  # the rows changed: count the matches again, none is current
+                self._match_at = None
+                self._match_info = (0, len(self._matches()))
             self._update_title(self._state)
 
     def set_search(self, text: str) -> None:
