@@ -224,8 +224,9 @@ class ArgRow:
     changed_by: str = ""  # "function file:line" of the last writer, when SGLang changed it
     writer_file: str | None = None
     writer_line: int | None = None
-    live: Any = None  # the value /server_info reports, when it disagrees
+    live: Any = None  # the value the live server reports (/server_info, its scheduler, the log)
     disagrees: bool = False
+    live_from: str = ""  # where ``live`` was read: "/server_info", "scheduler", "log"
 
 
 class SpecPoint(NamedTuple):
@@ -474,6 +475,8 @@ class ConsoleState:
         self._parser_obj: Any = None  # made on the first log line (SGLang knowledge loads then)
         self._budget_rank: str | None = None
         self.dumped_args: dict | None = None
+        #: runtime values SGLang logged after resolution (the ready summary, the Mamba cap)
+        self.runtime_caps: dict[str, Any] = {}
         self.started_up = False
 
     @property
@@ -673,6 +676,7 @@ class ConsoleState:
         self._budget_rank = None
         self._parser = None  # a fresh one on the new run's first line
         self.dumped_args = None
+        self.runtime_caps = {}
         self.started_up = False
         self.server_info = None
         self.metrics = {}
@@ -815,6 +819,17 @@ class ConsoleState:
             self.dumped_args = dict(e.args)
             self._compare_live()
             return {"args"}
+        if isinstance(e, ev.ConcurrencyCapped) and e.effective is not None:
+            self.runtime_caps["max_running_requests"] = e.effective
+            if e.max_mamba_cache_size is not None:
+                self.runtime_caps["max_mamba_cache_size"] = e.max_mamba_cache_size
+            self._compare_live()
+            return {"args"}
+        if isinstance(e, ev.ReadySummary) and e.max_running_requests is not None:
+            self.runtime_caps.setdefault("max_running_requests", e.max_running_requests)
+            self.started_up = True
+            self._compare_live()
+            return {"args"}
         if isinstance(e, ev.PrefillBatch):
             self._served_after_error()
             return set()
@@ -933,14 +948,35 @@ class ConsoleState:
         return {"args"}
 
     def _compare_live(self) -> None:
-        """Mark rows where the live server (``/server_info``, else the log's ``server_args=``
-        dump) disagrees with the resolution."""
-        info = self.server_info or self.dumped_args or {}
+        """Mark rows where the live server disagrees with the resolution. The live value is, last
+        one wins: the log's ``server_args=`` dump, ``/server_info``'s top-level fields, its
+        ``internal_states[0]`` (the scheduler's own copy, with values computed inside the
+        scheduler such as ``max_mamba_cache_size``), ``effective_max_running_requests_per_dp``
+        (× ``dp_size``; SGLang 0.5.9+, sglang-observables §5.3), and the caps SGLang logged at
+        start-up (``max_running_requests=N`` of the ready summary, ``max_running_requests is
+        capped to N by the mamba state cache``)."""
+        live: dict[str, tuple[Any, str]] = {}
+        for k, v in (self.dumped_args or {}).items():
+            live[k] = (v, "log")
+        info = self.server_info or {}
+        for k, v in info.items():
+            live[k] = (v, "/server_info")
+        states = info.get("internal_states")
+        sched = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        for k, v in sched.items():
+            live[k] = (v, "scheduler")
+        eff = sched.get("effective_max_running_requests_per_dp")
+        if isinstance(eff, int) and not isinstance(eff, bool):
+            dp = info.get("dp_size") if isinstance(info.get("dp_size"), int) else 1
+            live["max_running_requests"] = (eff * max(dp or 1, 1), "scheduler")
+        for k, v in self.runtime_caps.items():
+            live[k] = (v, "log")
         for row in self.rows:
-            if row.field in info:
-                live = info[row.field]
-                row.live = live
-                row.disagrees = _norm(live) != _norm(row.value)
+            if row.field in live:
+                row.live, row.live_from = live[row.field]
+                row.disagrees = _norm(row.live) != _norm(row.value)
+            else:
+                row.live, row.live_from, row.disagrees = None, "", False
 
 
 def _norm(v: Any) -> Any:

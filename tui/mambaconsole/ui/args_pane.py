@@ -10,7 +10,10 @@ from textual.widgets import DataTable, Input, Static
 
 from mambaconsole.state import ArgRow, ConsoleState
 
-FILTERS = ("all", "non-default", "changed")
+FILTERS = ("all", "non-default", "changed", "live")
+#: the columns' cell padding (DataTable's default 1 each side) and the vertical scrollbar
+_PAD = 2
+_SCROLLBAR = 2
 
 
 def source_style(source: str, colors: dict[str, str]) -> str:
@@ -39,7 +42,10 @@ def visible_rows(rows: list[ArgRow], mode: str, query: str) -> list[ArgRow]:
             continue
         if mode == "changed" and r.source not in ("derived", "overridden") and not r.disagrees:
             continue
-        if q and q not in r.flag.lower() and q not in _show(r.value).lower():
+        if mode == "live" and not r.disagrees:
+            continue
+        if q and q not in r.flag.lower() and q not in _show(r.value).lower() and not (
+                r.disagrees and q in _show(r.live).lower()):
             continue
         out.append(r)
     order = {"overridden": 0, "derived": 1, "cli": 2, "config": 3, "env": 4, "default": 5}
@@ -47,11 +53,43 @@ def visible_rows(rows: list[ArgRow], mode: str, query: str) -> list[ArgRow]:
     return out
 
 
+def column_widths(width: int, flags: list[str], values: list[str], sources: list[str],
+                  writers: list[str]) -> tuple[int, int, int, int]:
+    """Widths of (flag, value, source, changed by) for a table ``width`` cells wide: the value
+    column as wide as the longest value (at most 35% of the width), the source column as its
+    longest entry, changed-by as its longest writer, and the flag column the longest flag that
+    fits in what is left (at least 30 cells where the flags are that long: every Mamba and
+    speculative flag); any room left over goes to changed-by."""
+    avail = max(width - 4 * _PAD - _SCROLLBAR, 40)
+    src_w = max([len("source"), *map(len, sources)])
+    value_w = min(max([len("value"), *map(len, values)]), max(avail * 7 // 20, 12))
+    by_nat = max([len("changed by"), *map(len, writers)])
+    flag_nat = max([len("flag"), *map(len, flags)])
+    flag_w = max(min(flag_nat, avail - value_w - src_w - by_nat), min(flag_nat, 30))
+    by_w = max(avail - flag_w - value_w - src_w, 10)
+    return flag_w, value_w, src_w, by_w
+
+
+def value_cell(r: ArgRow, given, colors: dict[str, str]) -> Text:
+    """The value column: the resolved value; ``given X`` on an overridden row; ``V → L live``
+    where the live server (or a cap SGLang logged) differs from the resolution."""
+    text = Text(_show(r.value), no_wrap=True, overflow="ellipsis")
+    if r.disagrees:
+        text.append(" → ", "bold")
+        text.append(_show(r.live), f"bold {colors.get('warning', 'yellow')}")
+        text.append(" live", f"bold reverse {colors.get('warning', 'yellow')}")
+    if r.source == "overridden" and given is not None:
+        text.append(f"  given {_show(given)}", "italic")
+    return text
+
+
 class ArgsPane(Vertical, can_focus=False):
-    """Table (flag, value, source, changed by). Keys: ``a`` filter, ``/`` search, ``v`` source."""
+    """Table (flag, value, source, changed by), columns sized to the pane's width. Where the live
+    server disagrees with the resolution the value reads ``resolved → live live`` and the source
+    says where the live value was read. Keys: ``a`` filter, ``/`` search, ``v`` source."""
 
     BINDINGS = [
-        Binding("a", "cycle_filter", "Filter", tooltip="all / non-default / changed by SGLang"),
+        Binding("a", "cycle_filter", "Filter", tooltip="all / non-default / changed by SGLang / differs from the live server"),
         Binding("slash", "search", "Search"),
         Binding("v", "view_source", "Source"),
     ]
@@ -72,12 +110,7 @@ class ArgsPane(Vertical, can_focus=False):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search flags and values (Enter: keep, Esc: clear)", id="args-search")
-        t = DataTable(id="args-table", cursor_type="row", zebra_stripes=False)
-        t.add_column("flag", width=25, key="flag")
-        t.add_column("value", width=12, key="value")
-        t.add_column("source", width=12, key="source")
-        t.add_column("changed by", width=40, key="by")
-        yield t
+        yield DataTable(id="args-table", cursor_type="row", zebra_stripes=False)
         yield Static("", id="args-note")
 
     def refresh_from(self, state: ConsoleState) -> None:
@@ -87,14 +120,19 @@ class ArgsPane(Vertical, can_focus=False):
         rows = visible_rows(state.rows, self.mode, self.query_text)
         self._rows = rows
         keep = table.cursor_row
+        fields = ((state.resolution or {}).get("fields") or {})
+        values = [value_cell(r, (fields.get(r.field) or {}).get("given"), colors) for r in rows]
+        self._layout_columns(table, [r.flag for r in rows], [v.plain for v in values],
+                             [r.source + (f" · {r.live_from}" if r.disagrees else "") for r in rows],
+                             [r.changed_by for r in rows])
         table.clear()
-        for r in rows:
+        for r, value in zip(rows, values):
             style = source_style(r.source, colors)
-            value = Text(_show(r.value), no_wrap=True, overflow="ellipsis")
+            source = Text(r.source, style=style)
             if r.disagrees:
-                value = Text.assemble((_show(r.value), ""), (f"  live: {_show(r.live)}", f"bold {colors.get('error', 'red')}"))
-            table.add_row(Text(r.flag, style="bold" if r.source != "default" else ""), value,
-                          Text(r.source, style=style), Text(r.changed_by, style="dim"))
+                source.append(f" · {r.live_from}", "dim")
+            table.add_row(Text(r.flag, style="bold" if r.source != "default" else "", overflow="ellipsis"), value,
+                          source, Text(r.changed_by, style="dim", overflow="ellipsis"))
         if rows:
             table.move_cursor(row=min(keep, len(rows) - 1))
         res = state.resolution
@@ -114,8 +152,27 @@ class ArgsPane(Vertical, can_focus=False):
             note.append(f"{n_over} overridden", source_style("overridden", colors) if n_over else "dim")
             note.append(f"  ·  {n_der} derived")
             if n_dis:
-                note.append(f"  ·  {n_dis} differ from /server_info", f"bold {colors.get('error', 'red')}")
+                note.append(f"  ·  {n_dis} differ from the live server", f"bold {colors.get('warning', 'yellow')}")
+                if self.mode != "live":
+                    note.append(" (a: filter live)", "dim")
         self.query_one("#args-note", Static).update(note)
+
+    def _layout_columns(self, table: DataTable, flags: list[str], values: list[str], sources: list[str],
+                        writers: list[str]) -> None:
+        """(Re)create the columns sized to the pane's width (called on every refresh and resize)."""
+        width = self.size.width or 120
+        widths = column_widths(width, flags, values, sources, writers)
+        if getattr(self, "_widths", None) == widths and table.columns:
+            return
+        self._widths = widths
+        table.clear(columns=True)
+        for (label, key), w in zip((("flag", "flag"), ("value", "value"), ("source", "source"),
+                                    ("changed by", "by")), widths):
+            table.add_column(label, width=w, key=key)
+
+    def on_resize(self, _ev) -> None:
+        if self._state is not None:
+            self.refresh_from(self._state)
 
     def current_row(self) -> ArgRow | None:
         table = self.query_one(DataTable)
