@@ -5,7 +5,9 @@ every option whose name contains ``mamba``, ``--mem-fraction-static``,
 ``--chunked-prefill-size``, ``--page-size``. Fields are typed (choices as a select, numbers
 validated, switches for flags without a value), prefilled from the current run, with the
 parser's help text. It shows the argv diff and the pre-flight verdict (the resolver run on the
-node with the edited argv) and only lets the user confirm a verdict without error.
+node with the edited argv) and only lets the user confirm a verdict without error. The pre-flight
+checks the arguments, not memory: an OK verdict says so, and warns when a run with the same
+arguments (as the parser reads them) ended OOM or crashed.
 
 Boolean options show their state: a store_true/store_false flag is a switch with ``on``/``off``
 beside it (on = the bare flag is in the argv), a ``--x/--no-x`` pair (BooleanOptionalAction) a
@@ -33,7 +35,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.validation import Function, Number, ValidationResult, Validator
-from textual.widgets import Button, Input, Label, Select, Static, Switch
+from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
@@ -106,6 +108,39 @@ class DiscardScreen(ConfirmScreen, inherit_bindings=False):
                 yield Button("Keep editing (n)", id="no")
 
 
+def not_given(p: dict) -> str:
+    """The one wording for a field the argv does not give: ``not given · default 'triton'``."""
+    return f"not given · default {p.get('default')!r}"
+
+
+#: run outcomes the pre-flight warns about when a run had the same arguments
+FAILED_OUTCOMES = ("oom", "crashed")
+
+
+def same_args_runs(args: list[str], runs, spec: ParserSpec | None) -> list:
+    """The runs in ``runs`` (:class:`mambaconsole.state.RunInfo`) whose SGLang args equal
+    ``args`` as the parser reads them (:func:`mambaconsole.sglang.argv_diff.diff` finds no
+    change), newest first."""
+    out = []
+    for r in reversed(list(runs or [])):
+        try:
+            if not diff(split_launch(list(r.argv))[1], args, spec):
+                out.append(r)
+        except ValueError:
+            continue
+    return out
+
+
+def failure_line(run, outcome: str | None) -> str | None:
+    """``run <id> with these arguments ended: OOM exit 137`` when ``outcome`` is ``oom`` or
+    ``crashed``; else None."""
+    if outcome not in FAILED_OUTCOMES:
+        return None
+    how = "OOM" if outcome == "oom" else outcome
+    return f"run {run.run_id} with these arguments ended: {how}" + (
+        f" exit {run.exit_code}" if run.exit_code is not None else "")
+
+
 def _fid(flag: str) -> str:
     return "f-" + flag.lstrip("-").replace("-", "_").replace(".", "_")
 
@@ -135,7 +170,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen .row Switch:focus { background: $primary 30%; }
     EditorScreen .row .state { width: 1fr; height: 1; padding: 0 1; }
     EditorScreen .row .state.-on { text-style: bold; color: $success; }
-    EditorScreen .help { color: $text-muted; margin: 0 1 0 42; height: 1; }
+    EditorScreen .help { color: $text-muted; margin: 0 1 0 42; height: auto; }
     EditorScreen #ed-diff { height: auto; max-height: 6; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-verdict { height: auto; max-height: 10; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-buttons { height: 3; padding: 0 1; }
@@ -155,6 +190,8 @@ class EditorScreen(ModalScreen[list[str] | None]):
         self.verdict: dict | None = None
         self.verdict_for: list[str] | None = None
         self.verdict_error: str | None = None
+        #: "run <id> with these arguments ended: OOM exit 137" lines for the pre-flighted args
+        self.same_args_warnings: list[str] = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -168,6 +205,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 yield Button("Pre-flight (ctrl+r)", id="ed-check", variant="primary")
                 yield Button("Relaunch with these args (ctrl+y)", id="ed-go", variant="warning", disabled=True)
                 yield Button("Cancel (Esc)", id="ed-cancel")
+        yield Footer()
 
     def on_mount(self) -> None:
         if self._given_params is not None:
@@ -212,12 +250,12 @@ class EditorScreen(ModalScreen[list[str] | None]):
             if p.get("choices"):
                 opts = [(str(c), str(c)) for c in p["choices"]]
                 w = Select(opts, value=str(cur) if given and cur is not None else Select.NULL,
-                           prompt=f"(not given: default {p.get('default')!r})", id=_fid(flag), allow_blank=True)
+                           prompt=not_given(p), id=_fid(flag), allow_blank=True)
             elif _is_pair(p):
                 names = [n for n in p.get("option_strings", []) if n.startswith("--")]
                 opts = [(f"off ({n})" if n.startswith("--no-") else f"on ({n})", n) for n in names]
                 w = Select(opts, value=arg.flag if given and arg.flag in names else Select.NULL,
-                           prompt=f"(not given: default {p.get('default')!r})", id=_fid(flag), allow_blank=True)
+                           prompt=not_given(p), id=_fid(flag), allow_blank=True)
             elif _is_switch(p):
                 w = Switch(value=given, id=_fid(flag))
                 state = Static(self._switch_state(p, given), id=_fid(flag) + "-state",
@@ -230,12 +268,12 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 elif _is_float_type(p.get("type")):
                     kind = "number"
                     validators.append(Number())
-                w = Input(value="" if cur is None else str(cur), placeholder=f"default {p.get('default')!r}",
+                w = Input(value="" if cur is None else str(cur), placeholder=not_given(p),
                           type=kind, id=_fid(flag), validators=validators, valid_empty=True)
             rows.append(Horizontal(label, w, *([state] if state is not None else []), classes="row"))
             help_text = (p.get("help") or "").strip()
             if help_text:
-                rows.append(Static(Text(help_text, no_wrap=True, overflow="ellipsis"), classes="help"))
+                rows.append(Static(Text(help_text), classes="help"))
         if not rows:
             rows.append(Static("the node's parser has no Mamba options"))
         await form.mount_all(rows)
@@ -257,7 +295,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     def _switch_state(p: dict, on: bool) -> Text:
         if on:
             return Text.assemble(("on  ", "bold"), f"· {_flag(p)} given")
-        return Text.assemble(("off  ", "bold"), (f"· not given (default {p.get('default')!r})", "dim"))
+        return Text.assemble(("off  ", "bold"), (f"· {not_given(p)}", "dim"))
 
     def _wanted(self, p: dict) -> LaunchArg | None:
         """The item the form asks for option ``p`` (None: not given)."""
@@ -384,8 +422,11 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 t.append(f"  raised at {e.get('sglang_file') or e.get('file')}:{e.get('sglang_line') or e.get('line')}"
                          f" in {e.get('function')}", "dim")
             else:
-                t.append("PRE-FLIGHT OK", "bold reverse green")
-                t.append(f"  SGLang {res.get('sglang_version', '?')} will use:\n")
+                t.append("ARGUMENTS OK", "bold reverse green")
+                t.append(" — SGLang accepts them; memory is not checked", "bold")
+                t.append(f"  ·  SGLang {res.get('sglang_version', '?')} will use:\n")
+                for warn in self.same_args_warnings:
+                    t.append(f"  ⚠ {warn}\n", f"bold {self.app.theme_variables.get('warning', 'yellow')}")
                 fields = res.get("fields") or {}
                 edited = {k for _, k, _, _ in diff(self.args, new or [], self.spec)}
                 shown = 0
@@ -431,9 +472,33 @@ class EditorScreen(ModalScreen[list[str] | None]):
     async def _preflight(self, args: list[str]) -> None:
         try:
             res = await self.feed.resolve(args)
+            self.same_args_warnings = await self._same_args_failures(args)
             self.post_message(M.PreflightDone(args, res))
         except Exception as exc:
             self.post_message(M.PreflightDone(args, None, str(exc)))
+
+    async def _same_args_failures(self, args: list[str]) -> list[str]:
+        """Warnings for earlier runs of these args that ended OOM or crashed. A run's outcome:
+        the run store's, else the console's (the current run's state, the history's summaries),
+        else read from its log (:meth:`Feed.run_summary`, kept in the history's cache)."""
+        state = getattr(self.app, "state", None)
+        cache = getattr(self.app, "_summaries", None)
+        cache = cache if isinstance(cache, dict) else {}
+        out = []
+        for r in same_args_runs(args, getattr(state, "runs", None), self.spec)[:5]:
+            outcome = r.outcome or (cache.get(r.run_id) or {}).get("outcome")
+            if outcome is None and state is not None and state.run is not None and state.run.run_id == r.run_id \
+                    and state.status in FAILED_OUTCOMES:
+                outcome = state.status
+            if outcome is None and r.state not in ("running", "starting", "ready", "adopted"):
+                try:
+                    cache[r.run_id] = await self.feed.run_summary(r)
+                    outcome = cache[r.run_id].get("outcome")
+                except Exception:  # noqa: BLE001 - a log that cannot be read gives no warning
+                    outcome = None
+            if (line := failure_line(r, outcome)) is not None:
+                out.append(line)
+        return out
 
     @on(M.PreflightDone)
     def _preflight_done(self, msg: M.PreflightDone) -> None:
