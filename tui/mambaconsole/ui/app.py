@@ -582,6 +582,9 @@ class ConsoleApp(App[int]):
 
         screen = SourceScreen(f"{row.flag} = {row.value!r}  ({row.source})  written by {row.changed_by or row.writer_file}")
         self.push_screen(screen)
+        if self.state.simulated:
+            screen.show_simulated(row.writer_file, row.writer_line, self.state.sglang_version)
+            return
         self._read_source(screen, row.writer_file, row.writer_line)
 
     @work(group="source", exit_on_error=False)

@@ -357,7 +357,9 @@ class Feed:
 
     async def read_source(self, file: str, line: int, context: int = 12) -> str:
         """Lines ``line-context .. line+context`` of SGLang's ``file`` (relative to the node
-        python's site-packages), numbered, the writer line marked with ``>``."""
+        python's site-packages), numbered, the writer line marked with ``>``. Raises ConsoleError
+        ``not found on the node: FILE (searched PYTHON: sglang DIR)`` when no such file is on
+        that python's ``sys.path``."""
         script = (
             "import sys, os, sysconfig\n"
             "rel, ln, ctx = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
@@ -369,7 +371,13 @@ class Feed:
             "        for i in range(lo, hi + 1):\n"
             "            print(('>' if i == ln else ' ') + '%5d  ' % i + lines[i - 1])\n"
             "        sys.exit(0)\n"
-            "sys.exit('not found on the node: ' + rel)\n"
+            "import importlib.util\n"
+            "try:\n"
+            "    spec = importlib.util.find_spec('sglang')\n"
+            "except Exception:\n"
+            "    spec = None\n"
+            "where = os.path.dirname(spec.origin) if spec and spec.origin else 'no sglang importable'\n"
+            "sys.exit('not found on the node: %s (searched %s: sglang %s)' % (rel, sys.executable, where))\n"
         )
         r = await self.node.run([self.settings.python, "-c", script, file, str(int(line)), str(int(context))], timeout=30)
         if not r.ok:

@@ -22,6 +22,7 @@ class SourceScreen(ModalScreen[None]):
     def __init__(self, title: str) -> None:
         super().__init__()
         self.title_text = title
+        self._simulated: Text | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -39,6 +40,21 @@ class SourceScreen(ModalScreen[None]):
         for ln in (text or "").splitlines():
             rich_text.append(ln + "\n", style="bold reverse" if ln.startswith(">") else "")
         body.update(rich_text)
+
+    def show_simulated(self, file: str | None, line: int | None, version: str | None) -> None:
+        """The simulated node has no SGLang source: say so, and what ``file:line`` refers to
+        (callable before the screen is mounted)."""
+        self._simulated = Text.assemble(
+            ("SIMULATED node: it has no SGLang source to show.\n", "bold"),
+            f"{file}:{line} refers to the real SGLang{' ' + version if version else ''} that the "
+            "simulator's spec was taken from; on a real node this key shows the lines around it, "
+            "read from the server's python.")
+        if self.is_mounted:
+            self.query_one("#src-body", Static).update(self._simulated)
+
+    def on_mount(self) -> None:
+        if self._simulated is not None:
+            self.query_one("#src-body", Static).update(self._simulated)
 
     def action_close(self) -> None:
         self.dismiss(None)
