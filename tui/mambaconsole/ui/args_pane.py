@@ -58,14 +58,19 @@ def column_widths(width: int, flags: list[str], values: list[str], sources: list
     """Widths of (flag, value, source, changed by) for a table ``width`` cells wide: the value
     column as wide as the longest value (at most 35% of the width), the source column as its
     longest entry, changed-by as its longest writer, and the flag column the longest flag that
-    fits in what is left (at least 30 cells where the flags are that long: every Mamba and
-    speculative flag); any room left over goes to changed-by."""
+    fits in what is left (at least 30 cells where there is room: every Mamba and speculative
+    flag); any room left over goes to changed-by. In a narrow pane flag, value and source fit
+    and changed-by scrolls off to the right."""
     avail = max(width - 4 * _PAD - _SCROLLBAR, 40)
     src_w = max([len("source"), *map(len, sources)])
     value_w = min(max([len("value"), *map(len, values)]), max(avail * 7 // 20, 12))
     by_nat = max([len("changed by"), *map(len, writers)])
     flag_nat = max([len("flag"), *map(len, flags)])
-    flag_w = max(min(flag_nat, avail - value_w - src_w - by_nat), min(flag_nat, 30))
+    rest = avail - src_w - value_w
+    flag_w = min(flag_nat, max(rest - by_nat, min(30, rest)))
+    if flag_w < min(flag_nat, 26) and value_w > 12:  # narrow: the value gives up some room first
+        d = min(min(flag_nat, 26) - flag_w, value_w - 12)
+        value_w, flag_w = value_w - d, flag_w + d
     by_w = max(avail - flag_w - value_w - src_w, 10)
     return flag_w, value_w, src_w, by_w
 
@@ -152,9 +157,8 @@ class ArgsPane(Vertical, can_focus=False):
             note.append(f"{n_over} overridden", source_style("overridden", colors) if n_over else "dim")
             note.append(f"  ·  {n_der} derived")
             if n_dis:
-                note.append(f"  ·  {n_dis} differ from the live server", f"bold {colors.get('warning', 'yellow')}")
-                if self.mode != "live":
-                    note.append(" (a: filter live)", "dim")
+                note.append(f"  ·  {n_dis} differ{'s' if n_dis == 1 else ''} from the live server",
+                            f"bold {colors.get('warning', 'yellow')}")
         self.query_one("#args-note", Static).update(note)
 
     def _layout_columns(self, table: DataTable, flags: list[str], values: list[str], sources: list[str],

@@ -423,7 +423,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
                          f" in {e.get('function')}", "dim")
             else:
                 t.append("ARGUMENTS OK", "bold reverse green")
-                t.append(" — SGLang accepts them; memory is not checked", "bold")
+                t.append("  — SGLang accepts them; memory is not checked", "bold")
                 t.append(f"  ·  SGLang {res.get('sglang_version', '?')} will use:\n")
                 for warn in self.same_args_warnings:
                     t.append(f"  ⚠ {warn}\n", f"bold {self.app.theme_variables.get('warning', 'yellow')}")
