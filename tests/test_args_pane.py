@@ -76,7 +76,8 @@ async def test_args_pane_shows_live_values_given_values_and_full_width(demo_home
         assert live_rows and all("live" in r[1] for r in live_rows)
         # un-zoomed (narrower pane): the columns shrink to fit
         await pilot.press("z")
-        await wait_until(pilot, lambda: table.size.width < 150 and sum(c.width for c in table.columns.values()) < 150,
+        await wait_until(pilot, lambda: table.size.width < 150
+                         and sum(c.width for c in table.columns.values()) + 4 * 2 <= table.size.width,
                          timeout=10, what="the columns re-laid out for the narrower pane")
         narrow = [c.width for c in table.columns.values()]
         assert sum(narrow) + 4 * 2 <= max(table.size.width, 40)

@@ -174,8 +174,16 @@ class ArgsPane(Vertical, can_focus=False):
                                     ("changed by", "by")), widths):
             table.add_column(label, width=w, key=key)
 
+    def on_mount(self) -> None:
+        # zoom (Screen.maximize/minimize) does not always send this pane a Resize: re-lay out
+        # the columns after the screen's next layout
+        self.watch(self.screen, "maximized", lambda _: self.call_after_refresh(self._relayout), init=False)
+
     def on_resize(self, _ev) -> None:
-        if self._state is not None:
+        self._relayout()
+
+    def _relayout(self) -> None:
+        if self._state is not None and self.is_mounted:
             self.refresh_from(self._state)
 
     def current_row(self) -> ArgRow | None:
