@@ -473,6 +473,9 @@ class ConsoleState:
         self.collapsed = False
         self._low_run = 0
         self._parser_obj: Any = None  # made on the first log line (SGLang knowledge loads then)
+        # the next byte of the current run's log SGLang knowledge has not folded in yet: folding
+        # is once per (run, byte offset), whatever log the pane re-reads (the run picker)
+        self._understood = 0
         self._budget_rank: str | None = None
         self.dumped_args: dict | None = None
         #: runtime values SGLang logged after resolution (the ready summary, the Mamba cap)
@@ -675,6 +678,7 @@ class ConsoleState:
         self.budget_gb = {}
         self._budget_rank = None
         self._parser = None  # a fresh one on the new run's first line
+        self._understood = 0
         self.dumped_args = None
         self.runtime_caps = {}
         self.started_up = False
@@ -706,9 +710,11 @@ class ConsoleState:
         changed = {"log"}
         if ev.lines:
             self._line_t = self.clock()
+        following_current = self.run is not None and ev.run_id == self.run.run_id
         if ev.reset:
             self.log_offset = 0  # truncated or rotated: the file's offsets start over
-        following_current = self.run is not None and ev.run_id == self.run.run_id
+            if following_current:
+                self._understood = 0
         lines = [ln for ln in ev.lines if ln.offset >= self.log_offset] if self.log_offset else list(ev.lines)
         texts = [ln.text for ln in lines]
         sevs = severities(texts)
@@ -718,9 +724,11 @@ class ConsoleState:
         for line, text, sev, acc in zip(lines, texts, sevs, access):
             if line.offset < self.log_offset:
                 continue  # already seen (reconnect resumes from an offset): never repeat a line
-            understand.append(text)
             n = line.nbytes if line.nbytes is not None else len(text.encode("utf-8", "surrogateescape"))
             self.log_offset = line.offset + n + 1
+            if following_current and line.offset >= self._understood:
+                understand.append(text)  # never folded twice: the pane may re-read the log from 0
+                self._understood = self.log_offset
             if len(log) == log.maxlen:
                 self.log_dropped += 1
             log.append(line.offset, text, sev, acc)
