@@ -101,7 +101,7 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
         from mambaconsole.ui.history import COLUMNS  # (a "budget (log)" column came before the diff)
 
         assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change from previous run")])
-        await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("oom"), what="the first run's outcome")
+        await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("OOM exit 137"), what="the first run's outcome")
     # quitting stops the demo's processes
     runs = await Demo(demo_home).make_feed().store.list(adopt=False)
     assert runs and not any(r.alive for r in runs)

@@ -100,3 +100,101 @@ async def test_picking_runs_never_folds_the_current_log_twice(demo_home):
             assert 0 < app.state.spec_n <= n_lines and len(app.state.spec) <= n_lines
             lens = [float(x) for x in _DECODE_SPEC.findall(log.read_text())]
             assert [round(p.accept_len, 2) for p in app.state.spec] == lens[: len(app.state.spec)]
+
+
+def header(app) -> str:
+    return str(app.bar.render())
+
+
+def spec_text(app) -> str:
+    return str(app.spec_pane.query_one("#spec-stats").render())
+
+
+_DECODE_USAGE = re.compile(r"Decode batch, #running-req: (\d+), .*full token usage: ([\d.]+), mamba num: \d+, "
+                           r"mamba usage: ([\d.]+), .*#queue-req: (\d+)")
+
+
+async def test_stopped_run_is_last_seen_and_one_vocabulary(demo_home):
+    demo = Demo(demo_home, speed=SPEED)
+    app = ConsoleApp(demo.make_feed(), poll_s=0.3, prepare=two_runs(demo), on_quit=demo.stop)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app.state.runs) == 2 and app.state.status == "ready", timeout=90, what="ready")
+        await wait_until(pilot, lambda: app.state.spec_n >= 3 and "mamba usage" in spec_text(app), timeout=60,
+                         what="decode batches")
+        cur, old = app.state.run, app.state.runs[0]
+        # live: running / queued / usages of a decode line the log holds, each under its own name
+        text = spec_text(app)
+        m = re.search(r"running (\d+)  queued (\d+)\s+full token usage ([\d.]+)  mamba usage ([\d.]+)", text)
+        assert m, text
+        logged = {(r, q, f, mu) for r, f, mu, q in _DECODE_USAGE.findall(Path(cur.log_path).read_text())}
+        assert (m[1], m[2], m[3], m[4]) in logged
+        assert "throughput " in text and "last seen" not in text
+        # one vocabulary: the seed's first run OOMs with exit 137 (sim scenario), the live one is ready
+        assert " ● READY " in header(app)
+        app.query_one("#log-view").focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "RunPicker")
+        ol = app.screen.query_one("OptionList")
+
+        def labels():
+            return {ol.get_option_at_index(i).id: str(ol.get_option_at_index(i).prompt) for i in range(ol.option_count)}
+
+        # the old run's outcome is read from its log (the run store knows only exit 137)
+        await wait_until(pilot, lambda: labels()[old.run_id].endswith("  OOM exit 137"), what="the old run's outcome")
+        assert labels()[cur.run_id].endswith("  READY ← current")
+        await pilot.press("escape")
+        await pilot.press("h")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
+        table = app.screen.query_one("DataTable")
+        await wait_until(pilot, lambda: table.row_count == 2)
+        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["READY", "OOM exit 137"]
+        await pilot.press("escape")
+
+        # stop it: S, y (SIGINT: exit 130 = 128 + SIGINT)
+        await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen")
+        await pilot.press("S")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.state.status == "dead" and app.state.run.exit_code == 130, timeout=60,
+                         what="the stopped run")
+        await wait_until(pilot, lambda: app.state.phase is None and " ● DEAD exit 130 " in header(app))
+        await pilot.pause(2.5)
+        age = lambda: int(re.search(r"data (\d+) s ago", header(app))[1])  # noqa: E731
+        a0 = age()
+        assert a0 >= 2  # the server gave nothing since it stopped, although the node is polled
+        await pilot.pause(1.5)
+        app.bar.refresh_from(app.state)
+        assert age() > a0
+        text = spec_text(app)
+        assert re.search(r"last seen \d+ s ago \(DEAD exit 130\)", text), text
+        assert "running " not in text and "queued " not in text and "usage" not in text
+        assert "last throughput " in text and "\nthroughput" not in text and not text.startswith("throughput")
+        # the same words in the picker and the history
+        await pilot.press("r")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "RunPicker")
+        ol = app.screen.query_one("OptionList")
+        assert labels()[cur.run_id].endswith("  DEAD exit 130 ← current")
+        assert labels()[old.run_id].endswith("  OOM exit 137")
+        await pilot.press("escape")
+        await pilot.press("h")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
+        table = app.screen.query_one("DataTable")
+        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["DEAD exit 130", "OOM exit 137"]
+        await pilot.press("escape")
+        # relaunching a run that is over only starts a new one
+        await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen")
+        await pilot.press("R")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        said = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "only starts a new run" in said and "Stops run" not in said
+        await pilot.press("escape")
+
+
+def test_one_duration_format():
+    from mambaconsole.node.runs import LockHeld
+    from mambaconsole.state import fmt_duration
+
+    assert [fmt_duration(s) for s in (0, 32, 81, 3600 + 3 * 60 + 9)] == ["0 s", "32 s", "1 min 21 s", "1 h 03 min"]
+    # the node layer's messages write durations the same way
+    msg = str(LockHeld({"holder": "bob@desk", "pid": 1, "holder_alive": False, "stale_after_s": 900, "age_s": 819}, "n"))
+    assert "can be broken in 1 min 21 s" in msg

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
+from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration formatter, re-exported
 
 #: lines kept in memory for the log pane, whatever the log size
 LOG_KEEP = 5000
@@ -207,6 +208,46 @@ class Phase:
     name: str
     text: str = ""
     run_id: str | None = None  # the new run, once started
+
+
+# ----------------------------------------------------------------------------- run states
+
+#: the status words of a run whose server may still serve (the others are over)
+LIVE_WORDS = frozenset({"ready", "starting", "adopted"})
+#: status words that carry the exit code once the process has ended
+_WITH_EXIT = frozenset({"dead", "oom", "arg error", "crashed"})
+
+
+def status_word(run: RunInfo, outcome: str | None = None, *, ready: bool = False) -> str:
+    """The state word of ``run`` in the console's one vocabulary (header, history, run picker,
+    ``mambaconsole runs``): ``never started``, ``oom``, ``arg error``, ``crashed``, ``dead``
+    (ended otherwise), ``ready``, ``adopted``, ``starting``. ``outcome`` (default
+    ``run.outcome``): what the run's log says (sglang.summary's words: ``ready``, ``oom``,
+    ``arg_error``, ``crashed``, ``exited``, ``unknown``); ``ready``: the ready line was seen."""
+    if run.state == "never_started":
+        return "never started"
+    out = outcome if outcome is not None else run.outcome
+    if out in ("oom", "crashed"):
+        return out
+    if out == "arg_error":
+        return "arg error"
+    if run.state in ("exited", "dead") or run.exit_code is not None:
+        return "dead"
+    if ready or run.state == "ready" or out == "ready":
+        return "ready"
+    if run.adopted or run.state == "adopted":
+        return "adopted"
+    return "starting"
+
+
+def state_label(word: str, exit_code: int | None = None) -> str:
+    """The one wording of a state word (:func:`status_word`, or ``connection lost`` / ``no run``)
+    for display: upper case, with ``exit N`` once an ended run's exit code is known
+    (``READY``, ``OOM exit 137``, ``DEAD exit 130``, ``NEVER STARTED``)."""
+    label = word.upper()
+    if word in _WITH_EXIT and exit_code is not None:
+        label += f" exit {exit_code}"
+    return label
 
 
 # ----------------------------------------------------------------------------- view data
@@ -429,6 +470,8 @@ class ConsoleState:
         self.reconnect_attempts = 0
         self.retry_at: float | None = None
         self.notice: str | None = None  # one line for the header (the run changed under us, ...)
+        # when the current run's server last gave data (a log line, /server_info, /metrics):
+        # the header's "data N s ago", which ages once the server stops
         self.last_data: float | None = None
         # runs
         self.runs: list[RunInfo] = []
@@ -448,6 +491,9 @@ class ConsoleState:
         self.server_info: dict | None = None
         self.server_info_error: str | None = None
         self.metrics: dict = {}
+        self.metrics_t: float | None = None  # when /metrics last answered (console clock)
+        self.last_batch: Any = None  # the last decode batch line (sglang.events.DecodeBatch)
+        self.batch_t: float | None = None  # when it arrived (console clock)
         # gpu
         self.gpu: GpuSnapshot | None = None
         self.gpu_history: dict[int, deque[float]] = {}
@@ -511,9 +557,6 @@ class ConsoleState:
         r = self.run
         if r is None:
             return "no run"
-        if r.state == "never_started":
-            return "never started"
-        ended = self._ended()
         out = r.outcome
         if out is None and self.failure is not None:
             if self.oom_seen:
@@ -522,19 +565,16 @@ class ConsoleState:
                 out = "arg_error"  # failed before the weights loaded
             else:
                 out = "crashed"
-        if out == "oom":
-            return "oom"
-        if out == "arg_error":
-            return "arg error"
-        if out == "crashed":
-            return "crashed"
-        if ended:
-            return "dead"
-        if self.ready_seen or r.state == "ready" or out == "ready":
-            return "ready"
-        if r.adopted or r.state == "adopted":
-            return "adopted"
-        return "starting"
+        return status_word(r, out, ready=self.ready_seen)
+
+    @property
+    def live(self) -> bool:
+        """The current run's server may still be serving (its numbers are current)."""
+        return self.status in LIVE_WORDS
+
+    def status_label(self) -> str:
+        """:attr:`status` in the one wording (:func:`state_label`)."""
+        return state_label(self.status, self.run.exit_code if self.run is not None else None)
 
     def _ended(self) -> bool:
         r = self.run
@@ -612,10 +652,7 @@ class ConsoleState:
         handler = getattr(self, "_on_" + type(ev).__name__, None)
         if handler is None:
             raise TypeError(f"ConsoleState cannot apply {type(ev).__name__}")
-        changed = handler(ev)
-        if not isinstance(ev, (Connection, Phase, NodeFacts)):
-            self.last_data = self.clock()
-        return changed | {"header"}
+        return handler(ev) | {"header"}
 
     def _on_NodeFacts(self, ev: NodeFacts) -> set[str]:
         # the facts probe found no importable sglang for the node's python (not the simulated
@@ -684,6 +721,9 @@ class ConsoleState:
         self.started_up = False
         self.server_info = None
         self.metrics = {}
+        self.metrics_t = None
+        self.last_batch = None
+        self.batch_t = None
 
     def show_log_of(self, run_id: str) -> None:
         """The log pane switches to ``run_id``'s log (run picker): start empty, from byte 0."""
@@ -710,6 +750,8 @@ class ConsoleState:
         changed = {"log"}
         if ev.lines:
             self._line_t = self.clock()
+            if ev.run_id == (self.run.run_id if self.run is not None else None):
+                self.last_data = self._line_t
         following_current = self.run is not None and ev.run_id == self.run.run_id
         if ev.reset:
             self.log_offset = 0  # truncated or rotated: the file's offsets start over
@@ -789,6 +831,7 @@ class ConsoleState:
 
         if isinstance(e, ev.DecodeBatch):
             self._served_after_error()
+            self.last_batch, self.batch_t = e, self.clock()
             alen = e.accept_len
             if alen is None:
                 if not e.spec_enabled:
@@ -917,6 +960,7 @@ class ConsoleState:
         if ev.data is None:
             self.server_info_error = ev.error
             return set()
+        self.last_data = self.clock()  # the server answered (header: data age)
         if ev.data == self.server_info and self.server_info_error is None:
             return set()  # the same answer again: nothing to redraw
         self.server_info, self.server_info_error = ev.data, None
@@ -929,6 +973,8 @@ class ConsoleState:
         return {"args", "spec"}
 
     def _on_MetricsSnapshot(self, ev: MetricsSnapshot) -> set[str]:
+        if ev.error is None:
+            self.metrics_t = self.last_data = self.clock()  # the server answered (header: data age)
         if ev.error is None and ev.values != self.metrics:
             self.metrics = dict(ev.values)
             return {"spec"}
@@ -995,13 +1041,3 @@ def _norm(v: Any) -> Any:
     return v
 
 
-def fmt_duration(s: float | None) -> str:
-    """``3 s``, ``4m05s``, ``2h03m`` (``-`` when unknown)."""
-    if s is None:
-        return "-"
-    s = int(s)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"

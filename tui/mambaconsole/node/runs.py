@@ -50,18 +50,20 @@ class LockHeld(ConsoleError):
     def __init__(self, lock: Mapping, node: str) -> None:
         import time
 
+        from mambaconsole.units import fmt_duration
+
         self.lock = dict(lock)
         since = lock.get("since")
         if since:
             when = time.strftime("%H:%M:%S", time.localtime(float(since)))
-            age = f"since {when}, {max(0.0, time.time() - float(since)):.0f} s ago"
+            age = f"since {when}, {fmt_duration(time.time() - float(since))} ago"
         else:
             age = "since an unknown time"
         if self.breakable:
             tail = "its session is gone: it can be broken, with confirmation"
         elif lock.get("holder_alive") is False:
             left = float(lock.get("stale_after_s") or 0) - float(lock.get("age_s") or 0)
-            tail = f"its session is gone; it can be broken in {max(0.0, left):.0f} s"
+            tail = f"its session is gone; it can be broken in {fmt_duration(left)}"
         else:
             tail = "wait for it to finish"
         super().__init__(

@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from mambaconsole.errors import ConsoleError
+from mambaconsole.units import fmt_duration
 from mambaconsole.node.agent import LogLine, agent_record_batches, log_lines
 from mambaconsole.node.base import Node, NodeError
 
@@ -165,7 +166,7 @@ class Supervisor:
         """Raise ConsoleError (one line) while the link is down: never act on stale data."""
         if not self.status.up:
             lost = max(0.0, self.clock() - self.status.since)
-            raise ConsoleError(f"{self.node.name}: connection lost {lost:.0f} s ago; refusing to {what} "
+            raise ConsoleError(f"{self.node.name}: connection lost {fmt_duration(lost)} ago; refusing to {what} "
                                "until the console has reconnected and re-read the node")
 
     async def _run(self) -> None:

@@ -212,13 +212,16 @@ class ConsoleApp(App[int]):
         g.styles.grid_rows = f"{self._top_rows} 1fr"
 
     def _tick(self) -> None:
-        """Once a second: the header's clocks; a log that went idle completes its last record."""
+        """Once a second: the header's clocks (and the spec pane's "last seen" of a run that is
+        over); a log that went idle completes its last record."""
         if self.state.log_offset == self._idle_offset:
             changed = self.state.flush_log()
             if changed:
                 self.refresh_panes(changed)
         self._idle_offset = self.state.log_offset
         self.bar.refresh_from(self.state)
+        if self.state.batch_t is not None and not self.state.live:
+            self.refresh_panes({"spec"})
 
     def refresh_panes(self, changed: Iterable[str]) -> None:
         changed = set(changed)
@@ -556,7 +559,11 @@ class ConsoleApp(App[int]):
         self.push_screen(HistoryScreen(self.state.runs, self.state.host,
                                        self.state.run.run_id if self.state.run else None,
                                        feed=self.feed if self.start_workers else None, cache=self._summaries,
-                                       peaks=self.state.gpu_peak_mib))
+                                       peaks=self.state.gpu_peak_mib, current_word=self._current_word()))
+
+    def _current_word(self) -> str | None:
+        """The header's status word for the current run (history and run picker use it)."""
+        return self.state.status if self.state.run is not None and self.state.connected else None
 
     def action_pick_run(self) -> None:
         def picked(run_id: str | None) -> None:
@@ -572,7 +579,9 @@ class ConsoleApp(App[int]):
 
         from mambaconsole.ui.run_picker import RunPicker
 
-        self.push_screen(RunPicker(self.state.runs, self.state.run.run_id if self.state.run else None), picked)
+        self.push_screen(RunPicker(self.state.runs, self.state.run.run_id if self.state.run else None,
+                                   self._current_word(), feed=self.feed if self.start_workers else None,
+                                   cache=self._summaries), picked)
 
     def action_view_source(self, row) -> None:
         if not row.writer_file or not row.writer_line:
@@ -625,8 +634,12 @@ class ConsoleApp(App[int]):
             return
         from mambaconsole.ui.confirm import ConfirmScreen
 
-        self.push_screen(ConfirmScreen("Relaunch the server unchanged?",
-                                       f"Stops run {run.run_id} and starts a new run with the same argv.", "Relaunch"),
+        # relaunch.relaunch stops the old run only while its process lives: say what it will do
+        alive = run.state not in ("exited", "dead", "never_started")
+        what = (f"Stops run {run.run_id} and starts a new run with the same argv." if alive else
+                f"Run {run.run_id} is not live ({self.state.status_label()}): "
+                "only starts a new run with the same argv.")
+        self.push_screen(ConfirmScreen("Relaunch the server unchanged?", what, "Relaunch"),
                          lambda ok: self.relaunch_loop(list(run.argv)) if ok else None)
 
     def action_stop(self) -> None:

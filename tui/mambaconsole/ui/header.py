@@ -32,13 +32,9 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     if s.run is not None:
         t.append(f" run {s.run.run_id} ")
     word = s.status
-    label = word.upper()
+    label = s.status_label()
     if word == "connection lost":
-        label = f"CONNECTION LOST {fmt_duration(s.lost_for())} ago"
-    elif word == "dead" and s.run is not None and s.run.exit_code is not None:
-        label = f"DEAD exit {s.run.exit_code}"
-    elif word in ("oom", "arg error", "crashed") and s.run is not None and s.run.exit_code is not None:
-        label = f"{label} exit {s.run.exit_code}"
+        label = f"{label} {fmt_duration(s.lost_for())} ago"
     t.append(f" ● {label} ", styles.get(word, ""))
     silent = s.log_silent_for() if s.connected else None
     if silent is not None:
@@ -46,7 +42,7 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     up = s.uptime()
     if up is not None:
         t.append(f" up {fmt_duration(up)} ")
-    if s.last_data is not None:
+    if s.last_data is not None:  # the server's own data (log lines, HTTP): ages once it stops
         t.append(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim")
     if s.simulated:
         t.append(" SIMULATED ", styles.get("simulated", "reverse"))

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from mambaconsole.state import RunInfo, fmt_duration
+from mambaconsole.state import RunInfo, fmt_duration, state_label, status_word
 from mambaconsole.sglang.argv_diff import diff_text
 
 #: runs summarised from their logs at most (newest first)
@@ -36,10 +36,11 @@ class Summarised(Message):
 
 
 def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
-                 peaks: dict[str, float] | None = None) -> list[tuple]:
+                 peaks: dict[str, float] | None = None, current: tuple[str, str] | None = None) -> list[tuple]:
     """One tuple of cell texts per run (the COLUMNS), newest first (``summaries``: run id ->
     run_summary(); ``peaks``: run id -> peak GPU MiB this console saw, merged with the run
-    record's by taking the larger)."""
+    record's by taking the larger; ``current``: (run id, status word) of the run the header
+    shows, whose word wins). Outcomes in the header's words (:func:`state_label`)."""
     summaries = summaries or {}
     peaks = peaks or {}
     rows = []
@@ -47,11 +48,8 @@ def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
     for r in runs:
         s = summaries.get(r.run_id, {})
         when = time.strftime("%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "?"
-        out = r.outcome or s.get("outcome") or r.state
-        if r.state in ("running", "starting", "adopted") and out in ("ready", "starting"):
-            out = f"{out} (live)"
-        if r.exit_code is not None:
-            out += f" exit {r.exit_code}"
+        word = current[1] if current and current[0] == r.run_id else status_word(r, r.outcome or s.get("outcome"))
+        out = state_label(word, r.exit_code)
         ttr = r.time_to_ready if r.time_to_ready is not None else s.get("time_to_ready")
         seen = [v for v in (r.peak_mem_mib, peaks.get(r.run_id)) if v is not None]
         peak = f"{max(seen) / 1024:.1f} GiB" if seen else "-"
@@ -72,9 +70,11 @@ class HistoryScreen(Screen[None]):
     """
 
     def __init__(self, runs: list[RunInfo], host: str, current: str | None, feed=None,
-                 cache: dict[str, dict] | None = None, peaks: dict[str, float] | None = None) -> None:
+                 cache: dict[str, dict] | None = None, peaks: dict[str, float] | None = None,
+                 current_word: str | None = None) -> None:
         super().__init__()
         self.runs, self.host, self.current, self.feed = runs, host, current, feed
+        self.current_word = current_word
         self.cache = cache if cache is not None else {}
         self.peaks = peaks if peaks is not None else {}
 
@@ -98,10 +98,11 @@ class HistoryScreen(Screen[None]):
         t = self.query_one(DataTable)
         t.clear()
         colors = self.app.theme_variables
-        for row in history_rows(self.runs, self.cache, self.peaks):
+        cur = (self.current, self.current_word) if self.current and self.current_word else None
+        for row in history_rows(self.runs, self.cache, self.peaks, cur):
             outcome = row[2]
-            ostyle = colors.get("success", "green") if outcome.startswith("ready") else (
-                colors.get("error", "red") if any(w in outcome for w in ("oom", "arg_error", "crash", "dead", "lost")) else "")
+            ostyle = colors.get("success", "green") if outcome.startswith("READY") else (
+                colors.get("error", "red") if outcome.split(" exit")[0] in ("OOM", "ARG ERROR", "CRASHED", "DEAD", "NEVER STARTED") else "")
             t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), row[1], Text(outcome, style=ostyle),
                       *row[3:7], row[7], key=row[0])
 

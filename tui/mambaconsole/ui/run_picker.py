@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -11,14 +12,19 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from mambaconsole.state import RunInfo
+from mambaconsole.state import RunInfo, state_label, status_word
+
+#: finished runs whose logs are read for their outcome, at most (newest first)
+SUMMARISE = 30
 
 
-def run_label(r: RunInfo, current: str | None) -> str:
+def run_label(r: RunInfo, current: str | None, current_word: str | None = None, outcome: str | None = None) -> str:
+    """``RUN_ID  STARTED  STATE[ ← current]``; STATE in the header's words (``current_word``:
+    the header's status word for the current run, which knows its log; ``outcome``: what the
+    run's log says, :meth:`Feed.run_summary`)."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "?"
-    out = r.outcome or r.state
-    if r.exit_code is not None:
-        out += f" (exit {r.exit_code})"
+    word = current_word if current_word and r.run_id == current else status_word(r, r.outcome or outcome)
+    out = state_label(word, r.exit_code)
     mark = " ← current" if r.run_id == current else ""
     return f"{r.run_id}  {when}  {out}{mark}"
 
@@ -31,14 +37,37 @@ class RunPicker(ModalScreen[str | None]):
     RunPicker OptionList { height: auto; max-height: 20; }
     """
 
-    def __init__(self, runs: list[RunInfo], current: str | None) -> None:
+    def __init__(self, runs: list[RunInfo], current: str | None, current_word: str | None = None,
+                 feed=None, cache: dict[str, dict] | None = None) -> None:
+        """``feed`` and ``cache`` (run id -> run_summary(), shared with the history): the
+        outcomes of runs that are over are read from their logs, as the history does."""
         super().__init__()
-        self.runs, self.current = runs, current
+        self.runs, self.current, self.current_word = runs, current, current_word
+        self.feed, self.cache = feed, (cache if cache is not None else {})
+
+    def _label(self, r: RunInfo) -> str:
+        return run_label(r, self.current, self.current_word, self.cache.get(r.run_id, {}).get("outcome"))
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("[b]Show the log of which run?[/b]  (Enter picks, Esc cancels)")
-            yield OptionList(*[Option(run_label(r, self.current), id=r.run_id) for r in reversed(self.runs)])
+            yield OptionList(*[Option(self._label(r), id=r.run_id) for r in reversed(self.runs)])
+
+    def on_mount(self) -> None:
+        todo = [r for r in reversed(self.runs) if r.run_id not in self.cache and r.run_id != self.current
+                and r.state in ("exited", "dead") and r.log_path][:SUMMARISE]
+        if self.feed is not None and todo:
+            self._summarise(todo)
+
+    @work(exclusive=True, group="picker", exit_on_error=False)
+    async def _summarise(self, runs: list[RunInfo]) -> None:
+        ol = self.query_one(OptionList)
+        for r in runs:
+            try:
+                self.cache[r.run_id] = await self.feed.run_summary(r)  # a finished run's log no longer changes
+            except Exception:  # noqa: BLE001 - a run whose log cannot be read keeps its run-store state
+                continue
+            ol.replace_option_prompt(r.run_id, self._label(r))
 
     def on_option_list_option_selected(self, ev: OptionList.OptionSelected) -> None:
         self.dismiss(ev.option.id)

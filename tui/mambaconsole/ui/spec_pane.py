@@ -13,8 +13,30 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
-from mambaconsole.state import ConsoleState
+from mambaconsole.state import ConsoleState, fmt_duration
 from mambaconsole.ui.redraw import set_if_changed
+
+
+def load_text(state: ConsoleState) -> str:
+    """``running N  queued N`` and, on a second line, ``<usage>``: the last decode batch line's numbers, each labelled with
+    the field SGLang printed (``token usage`` of a plain pool; ``full token usage`` and
+    ``mamba usage`` of a hybrid one: sglang.events.DecodeBatch); before any decode line, the
+    ``/metrics`` gauges of the same names. "" when neither is known."""
+    b = state.last_batch
+    if b is not None:
+        vals = (("running", b.running), ("queued", b.queue),
+                ("token usage", b.token_usage if b.full_token_usage is None else None),
+                ("full token usage", b.full_token_usage), ("swa token usage", b.swa_token_usage),
+                ("mamba usage", b.mamba_usage))
+    else:
+        m = state.metrics
+        vals = (("running", m.get("sglang:num_running_reqs")), ("queued", m.get("sglang:num_queue_reqs")),
+                ("full token usage", m.get("sglang:full_token_usage")), ("mamba usage", m.get("sglang:mamba_usage")))
+        if vals[2][1] is None and vals[3][1] is None:
+            vals += (("token usage", m.get("sglang:token_usage")),)
+    reqs = "  ".join(f"{label} {v:g}" for label, v in vals if v is not None and label in ("running", "queued"))
+    usage = "  ".join(f"{label} {v:.2f}" for label, v in vals if v is not None and label not in ("running", "queued"))
+    return "\n".join(p for p in (reqs, usage) if p)
 
 
 def rate_meaning(version: str | None) -> str:
@@ -38,8 +60,13 @@ class SpecPane(Vertical):
         yield Sparkline([], id="spark-thr")
 
     def refresh_from(self, state: ConsoleState) -> None:
+        """Live run: the numbers as current. A run that is over (dead, exited, OOM, crashed,
+        stopped) or unreachable: the same numbers dimmed under ``last seen N s ago``, throughput
+        as the last batch's, no running/queued (they are not current)."""
         c = self.app.theme_variables
         stats = Text()
+        live = state.live
+        seen = state.batch_t if state.batch_t is not None else state.metrics_t
         pts = state.spec.tail(200)  # the sparklines' points (SPEC_KEEP are kept)
         spark_len = self.query_one("#spark-len", Sparkline)
         spark_thr = self.query_one("#spark-thr", Sparkline)
@@ -56,6 +83,9 @@ class SpecPane(Vertical):
         else:
             last = pts[-1]
             mean = state.mean_accept()
+            if not live and seen is not None:
+                stats.append(f"last seen {fmt_duration(state.clock() - seen)} ago ({state.status_label()})\n",
+                             "bold dim")
             stats.append("accept len ", "bold")
             stats.append(f"{last.accept_len:.2f}", f"bold {c.get('primary', 'blue')}")
             stats.append(f"   mean {mean:.2f}" if mean is not None else "")
@@ -68,21 +98,18 @@ class SpecPane(Vertical):
                     stats.append(f" ({meaning})", "dim")
                 stats.append("\n")
             if last.throughput is not None:
-                stats.append("throughput ", "bold")
+                stats.append("throughput " if live else "last throughput ", "bold")
                 stats.append(f"{last.throughput:.1f} token/s")
             if state.collapsed:
                 stats.append("\n ⚠ COLLAPSE: accept length ≈ 1.00, drafts all rejected ",
                              f"bold reverse {c.get('error', 'red')}")
             set_if_changed(spark_len, "data", [p.accept_len for p in pts])
             set_if_changed(spark_thr, "data", [p.throughput for p in pts if p.throughput is not None])
-        m = state.metrics
-        extra = []
-        for key, label in (("sglang:num_running_reqs", "running"), ("sglang:num_queue_reqs", "queued"),
-                           ("sglang:token_usage", "token usage")):
-            if key in m:
-                extra.append(f"{label} {m[key]:g}")
-        if extra:
-            stats.append("\n" + "  ".join(extra), "dim")
+        load = load_text(state) if live else ""
+        if load:
+            stats.append("\n" + load, "dim")
+        if not live and stats:
+            stats.stylize("dim")
         box = self.query_one("#spec-stats", Static)
         # height: auto: a new layout only when the text's height may change (rows, or a row
         # wider than the box), not for every decode batch (a flood of them is 20 frames/s)
