@@ -107,6 +107,13 @@ async def test_budget_legend_wraps_between_items_and_other_gets_its_value(tmp_pa
         assert sum(f"o other {other:.2f}" in ln for ln in out) == 1, (width, out)
         # no line of the legend ends with a lone swatch letter
         assert not any(re.search(r"(^|\s)[WKcMsGo]$", ln) for ln in out), out
+    # a reading below the budget's sum (taken before the pools were allocated) has no "other"
+    state2, g2 = await sim_state(tmp_path / "low", used_bytes=10000 * MiB, util=5)
+    state2.apply(RunsListed((run,), run.run_id))
+    state2.apply(LogLines(run.run_id, tuple(lines)))
+    state2.flush_log()
+    assert g2["memory_used_mib"] / 1024 < sum(state2.budget_gb.values())
+    assert any("o other —" in ln for ln in pane_text(state2, 90))
     # without a GPU reading there is no "other" number
     state.gpu = None
     assert not any("other" in ln for ln in pane_text(state, 90))

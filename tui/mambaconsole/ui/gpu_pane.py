@@ -145,7 +145,8 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
     if other:
         item = Text(no_wrap=True)
         item.append("o", f"black on {_other_colour(colors)}")
-        item.append(" other " + "/".join(f"{v:.2f}" for v in other))
+        # below zero: the reading is older or newer than the budget (start-up, a stop): no value
+        item.append(" other " + "/".join(f"{v:.2f}" if v >= 0 else "—" for v in other))
         items.append(item)
     leg = Text(no_wrap=True, overflow="ellipsis")
     col = 0
