@@ -143,6 +143,18 @@ def test_render_parse_round_trip(options, env):
     assert shlex.split(c.render())[len(env):] == c.argv()
 
 
+def test_line_continuations_are_removed_only_outside_single_quotes():
+    """POSIX: backslash-newline is a line continuation outside single quotes (dropped, in
+    double quotes too), literal inside them (hypothesis found env A='\\<newline>' read back as ' ')."""
+    c = LaunchCommand(env=(("A", "\\\n"),), program=("sglang", "serve"))
+    assert LaunchCommand.parse(c.render()).env == (("A", "\\\n"),)
+    text = "B=1 python3 -m sglang.launch_server \\\n  --tp 2 \\\r\n  --note \"x \\\ny\" --v 'p\\\nq'"
+    assert shlex.split(text.replace("\\\r\n", "\\\n"))  # the shell's reading, for the record
+    back = LaunchCommand.parse(text)
+    assert back.env == (("B", "1"),)
+    assert back.argv()[3:] == ["--tp", "2", "--note", "x y", "--v", "p\\\nq"]
+
+
 # ------------------------------------------------------------------ speculative decoding
 
 def test_accept_rate_meaning_changed_in_0_5_11():

@@ -212,7 +212,33 @@ class ArgProblem:
 
 
 def _unwrap(text: str) -> str:
-    return re.sub(r"\\\r?\n", " ", text)
+    """``text`` with its line continuations removed as a POSIX shell does: a backslash-newline
+    (or backslash-CRLF, from a script edited on Windows) outside single quotes is dropped;
+    inside single quotes both characters are the value's own (``A='\\<newline>'``)."""
+    out: list[str] = []
+    i, n, quote = 0, len(text), ""
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+            out.append(c)
+            i += 1
+        elif c == "\\":
+            if text[i + 1:i + 2] == "\n":
+                i += 2
+            elif text[i + 1:i + 3] == "\r\n":
+                i += 3
+            else:  # an escaped character (a quote, a backslash) stays escaped for shlex
+                out.append(text[i:i + 2])
+                i += 2
+        else:
+            if c == quote:
+                quote = ""
+            elif not quote and c in "'\"":
+                quote = c
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
