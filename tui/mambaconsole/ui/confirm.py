@@ -18,6 +18,10 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen Button { margin-right: 2; }
     """
 
+    #: the buttons' labels (``{yes}``: the ``yes`` word given to the constructor)
+    YES_BUTTON = "{yes} (y)"
+    NO_BUTTON = "Cancel (n)"
+
     def __init__(self, question: str, detail: str = "", yes: str = "Yes") -> None:
         super().__init__()
         self.question, self.detail, self.yes = question, detail, yes
@@ -28,8 +32,8 @@ class ConfirmScreen(ModalScreen[bool]):
             if self.detail:
                 yield Static(self.detail, markup=False)
             with Horizontal():
-                yield Button(f"{self.yes} (y)", variant="warning", id="yes")
-                yield Button("Cancel (n)", id="no")
+                yield Button(self.YES_BUTTON.format(yes=self.yes), variant="warning", id="yes")
+                yield Button(self.NO_BUTTON, id="no")
 
     def on_button_pressed(self, ev: Button.Pressed) -> None:
         self.dismiss(ev.button.id == "yes")

@@ -34,7 +34,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.validation import Function, Number, ValidationResult, Validator
+from textual.validation import Number, ValidationResult, Validator
 from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
 
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
@@ -97,15 +97,8 @@ class DiscardScreen(ConfirmScreen, inherit_bindings=False):
     """``Discard N changed fields?``: ``y`` or Esc (a second Esc) discards, ``n`` keeps editing."""
 
     BINDINGS = [Binding("y,escape", "yes", "Discard"), Binding("n", "no", "Keep editing")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(f"[b]{self.question}[/b]")
-            if self.detail:
-                yield Static(self.detail, markup=False)
-            with Horizontal():
-                yield Button("Discard (y / Esc)", variant="warning", id="yes")
-                yield Button("Keep editing (n)", id="no")
+    YES_BUTTON = "{yes} (y / Esc)"
+    NO_BUTTON = "Keep editing (n)"
 
 
 def not_given(p: dict) -> str:
