@@ -254,3 +254,20 @@ def test_default_adoption_patterns():
     ]
     assert [a for a in yes if not _matches(a, DEFAULT_PATTERNS)] == []
     assert [a for a in no if _matches(a, DEFAULT_PATTERNS)] == []
+
+
+def test_runs_of_one_second_list_in_creation_order(tmp_path):
+    """Run ids carry the second and 4 random hex digits: two runs started in one second are
+    listed by their records' creation time, not by the random digits."""
+    import json
+
+    from mambaconsole.agent.runs_agent import op_list
+
+    for rid, created in (("20261130-120000-ffff", 100.25), ("20261130-120000-0000", 100.75),
+                         ("20261130-115959-9999", 99.5)):
+        d = tmp_path / "runs" / rid
+        d.mkdir(parents=True)
+        (d / "argv.json").write_text(json.dumps(["python3", "-c", "pass"]))
+        (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "created": created}))
+    got = [r["run_id"] for r in op_list({"home": str(tmp_path)})]
+    assert got == ["20261130-115959-9999", "20261130-120000-ffff", "20261130-120000-0000"]

@@ -20,7 +20,7 @@ The store is ``$MAMBACONSOLE_HOME`` (request ``home``, else the env var, else
                                 "session_pid": int, "session_start_ticks": int, "session_kind": str}
 
 Run ids are ``YYYYmmdd-HHMMSS-xxxx`` (UTC on the node, then 4 random hex digits): they sort by
-start time.
+start time to the second; ``list`` orders runs of one second by their records' creation time.
 
 Ops and their results:
 
@@ -523,16 +523,26 @@ def _cwd(pid):
         return None
 
 
+def _order(rec):
+    """Oldest first: by the second in the run id, then (two runs started in one second) by
+    the record's creation time, then by id."""
+    try:
+        created = float(rec.get("created") or 0)
+    except (TypeError, ValueError):
+        created = 0.0
+    return (rec["run_id"][:15], created, rec["run_id"])
+
+
 def op_list(req):
     runs = _runs_dir(req)
-    ids = sorted(d for d in os.listdir(runs) if not d.startswith(".") and os.path.isdir(os.path.join(runs, d)))
+    ids = [d for d in os.listdir(runs) if not d.startswith(".") and os.path.isdir(os.path.join(runs, d))]
     records = [_record(runs, rid) for rid in ids]
     others = []
     if req.get("adopt"):
         live = [r for r in records if r["alive"] or r["state"] in ("starting", "running")]
         new, others = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS)
         records += [_record(runs, rid) for rid in new]
-        records.sort(key=lambda r: r["run_id"])
+    records.sort(key=_order)
     if req.get("others"):
         return {"runs": records, "others": others}
     return records
