@@ -16,7 +16,7 @@ from mambaconsole.sim import demo as sim_demo
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.ui.demo import Demo
 
-from test_demo_console import SPEED, demo_home  # noqa: F401  (fixture)
+from test_demo_console import SPEED
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -25,7 +25,7 @@ def _cells(table) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-async def test_args_pane_shows_live_values_given_values_and_full_width(demo_home):  # noqa: F811
+async def test_args_pane_shows_live_values_given_values_and_full_width(demo_home):
     demo = Demo(demo_home, speed=SPEED)
     argv = sim_demo.working_argv(port=demo.port)
 

@@ -4,7 +4,6 @@ come from the cases' expected.md or from the stand-ins' own inputs, never from t
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from pathlib import Path

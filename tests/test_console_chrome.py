@@ -4,7 +4,6 @@ where ctrl+s saves. On the real app without a node."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

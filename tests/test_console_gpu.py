@@ -5,6 +5,8 @@ the tests wrote (the GPU file, the stand-in's CSV), never from the console's out
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import stat
@@ -154,3 +156,48 @@ async def test_pane_shows_gpu1_processes_and_history_peak_is_the_max_observed(no
         # a lower peak noted later (another console) never lowers the record
         assert (await store.note(run.run_id, peak_mem_mib=1.0)).record["peak_mem_mib"] == peak
         await store.stop(run.run_id, int_s=5)
+
+
+async def test_next_gpu_reads_the_running_stream_and_starts_no_agent(tmp_path, monkeypatch):
+    """The relaunch's wait for free GPU memory (Feed.next_gpu) takes the pane's streamed sample
+    while a stream runs; with none running it takes one short agent run. A sample written to the
+    GPU file after the call is what it returns."""
+    f = tmp_path / "gpu.json"
+    write(f, two_gpus(10, 100, []))
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(python=sys.executable), agent_python=sys.executable, sim_gpu_file=str(f))
+        one_shots = []
+        real_gpu = feed.gpu
+
+        async def counted():
+            one_shots.append(1)
+            return await real_gpu()
+
+        monkeypatch.setattr(feed, "gpu", counted)
+        no_stream = await feed.next_gpu(wait=5)
+        assert one_shots == [1] and [g.used_mib for g in no_stream.gpus] == [10, 100]
+
+        stream = feed.gpu_stream(0.2)
+        got: list = []
+
+        async def pane() -> None:  # the console's GPU worker
+            async for snap in stream:
+                got.append(snap)
+
+        task = asyncio.create_task(pane())
+        try:
+            for _ in range(300):  # the stream's first sample (the agent starting)
+                if got:
+                    break
+                await asyncio.sleep(0.1)
+            write(f, two_gpus(10, 41000, [{"pid": 77, "used_mib": 40900, "cmdline": "x"}]))
+            snap = await feed.next_gpu(wait=10)
+            while [g.used_mib for g in snap.gpus] != [10, 41000]:  # a sample read before the write
+                snap = await feed.next_gpu(wait=10)
+            assert [(p.gpu, p.pid) for p in snap.processes] == [(1, 77)]
+            assert one_shots == [1]  # no agent started while the stream ran
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await stream.aclose()

@@ -13,7 +13,6 @@ import pytest
 
 from mambaconsole.state import (
     GpuProcess, GpuReading, GpuSnapshot, LogLine, LogLines, NodeFacts, Resolution, RunInfo, RunsListed,
-    ServerInfo,
 )
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.app import ConsoleApp

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -23,19 +21,6 @@ from mambaconsole.ui.demo import Demo
 pytestmark = pytest.mark.timeout(240)
 
 SPEED = 20  # the sim's time scale: startup in well under a second
-
-
-@pytest.fixture
-def demo_home(monkeypatch, tmp_path):
-    base = Path(tempfile.mkdtemp(prefix="mc-demo-"))  # short: tmux socket paths are limited
-    for k in ("MAMBACONSOLE_HOME", "TMUX_TMPDIR", "MAMBACONSOLE_SIM_GPU_FILE", "MAMBACONSOLE_SIM_GPU", "TMUX"):
-        monkeypatch.setenv(k, "")  # recorded, so that what Demo.apply_env sets is undone at teardown
-        monkeypatch.delenv(k)
-    monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(tmp_path / "config.toml"))
-    yield base
-    subprocess.run(["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(base / "tmux")},
-                   capture_output=True, timeout=10)
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def demo_app(home: Path, truth: Path | None = None, **kw) -> tuple[Demo, ConsoleApp]:

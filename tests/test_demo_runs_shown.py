@@ -39,7 +39,6 @@ def budget_from_log(text: str) -> dict[str, float]:
     return {"kv": round(kv, 2), "mamba ssm": round(ssm, 2), "mamba spec": round(spec, 2), "graphs": round(graphs, 2)}
 
 
-from test_demo_console import demo_home  # noqa: E402,F401 - the demo tests' set-up (a fixture)
 
 
 def two_runs(demo: Demo):

@@ -9,12 +9,12 @@ import pytest
 from textual.widgets import Footer
 
 from fixtures.console import wait_until
-from test_demo_console import demo_app, demo_home, open_editor  # noqa: F401  (fixture)
+from test_demo_console import demo_app, open_editor
 
 pytestmark = pytest.mark.timeout(240)
 
 
-async def test_preflight_on_the_argv_that_ran_out_of_memory(demo_home):  # noqa: F811
+async def test_preflight_on_the_argv_that_ran_out_of_memory(demo_home):
     demo, app = demo_app(demo_home)
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_until(pilot, lambda: app.state.status == "oom", timeout=60, what="the OOM")

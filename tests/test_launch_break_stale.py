@@ -5,7 +5,6 @@ two real processes: a holder that takes the lock through RunStore, and the launc
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

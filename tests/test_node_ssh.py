@@ -9,7 +9,7 @@ import pytest
 from fixtures.sshd import make_key, start_sshd, write_ssh_home
 from mambaconsole.node import connect
 from mambaconsole.node.base import CommandTimeout, NodeError
-from mambaconsole.node.ssh import AuthError, HostKeyError, SSHNode, parse_host
+from mambaconsole.node.ssh import AuthError, HostKeyError, parse_host
 
 pytestmark = pytest.mark.sshd
 

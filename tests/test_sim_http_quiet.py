@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import sys
 import time
 
 from mambaconsole.sim.http import SimHTTPServer

@@ -15,12 +15,12 @@ from mambaconsole.errors import ConsoleError
 from mambaconsole.node.local import LocalNode
 from mambaconsole.ui.feed import Feed
 from mambaconsole.ui.settings import HostSettings
-from test_demo_console import demo_app, demo_home  # noqa: F401  (fixture)
+from test_demo_console import demo_app
 
 pytestmark = pytest.mark.timeout(240)
 
 
-async def test_view_source_on_the_simulated_node(demo_home):  # noqa: F811
+async def test_view_source_on_the_simulated_node(demo_home):
     demo, app = demo_app(demo_home)
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_until(pilot, lambda: app.state.rows and app.state.simulated, what="the resolution")

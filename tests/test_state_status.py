@@ -202,3 +202,37 @@ async def test_console_on_a_node_without_sglang_says_watch_only(node_home, tmp_p
             await wait_until(pilot, lambda: any("cannot import sglang" in str(w.render())
                                                 for w in app.screen.query(Static)), what="the editor's message")
         await RunStore(node).stop(run.run_id, int_s=5)
+
+
+def test_gpu_peak_ignores_empty_readings():
+    """A run sampled only before it allocated anything has no peak ("-" in the history), not
+    0.0 GiB; the first non-zero reading is its peak."""
+    from mambaconsole.state import GpuReading, GpuSnapshot
+
+    st = _state([], state="running", pid=42)
+    run = st.run
+    st.apply(GpuSnapshot((GpuReading(0, "GPU", 0.0, 81920.0, 0.0),)))
+    assert st.peak_mib(run) is None
+    st.apply(GpuSnapshot((GpuReading(0, "GPU", 512.0, 81920.0, 3.0), GpuReading(1, "GPU", 2048.0, 81920.0, 3.0))))
+    st.apply(GpuSnapshot((GpuReading(0, "GPU", 100.0, 81920.0, 3.0),)))
+    assert st.peak_mib(run) == 2048.0
+
+
+def test_live_running_request_cap_counts_dp_ranks_as_sglang_does():
+    """max_running_requests live = effective_max_running_requests_per_dp × dp_size ×
+    attn_dp_size of the scheduler's state (SGLang 0.5.23 benchmark/one_batch_server.py; 0.5.11
+    test/bench_one_batch_server_internal.py has no attn_dp_size: × dp_size)."""
+    from mambaconsole.state import ArgRow, ServerInfo, dp_ranks
+
+    old = {"dp_size": 4, "internal_states": [{"dp_size": 4, "effective_max_running_requests_per_dp": 12}]}
+    new = {"dp_size": 1, "internal_states": [{"dp_size": 1, "attn_dp_size": 8,
+                                              "effective_max_running_requests_per_dp": 6}]}
+    top_only = {"dp_size": 2, "internal_states": [{"effective_max_running_requests_per_dp": 5}]}
+    assert (dp_ranks(old), dp_ranks(new), dp_ranks(top_only), dp_ranks({})) == (4, 8, 2, 1)
+    for info, want in ((old, 48), (new, 48), (top_only, 10)):
+        st = ConsoleState("h")
+        st.rows = [ArgRow("max_running_requests", "--max-running-requests", 48, None, "cli")]
+        st.apply(ServerInfo(info))
+        row = st.rows[0]
+        assert row.live == want and row.live_from == "scheduler"
+        assert row.disagrees == (want != 48)

@@ -219,8 +219,9 @@ _WITH_EXIT = frozenset({"dead", "oom", "arg error", "crashed"})
 
 
 def status_word(run: RunInfo, outcome: str | None = None, *, ready: bool = False) -> str:
-    """The state word of ``run`` in the console's one vocabulary (header, history, run picker,
-    ``mambaconsole runs``): ``never started``, ``oom``, ``arg error``, ``crashed``, ``dead``
+    """The state word of ``run`` in the console's one vocabulary (header, history, run picker;
+    ``mambaconsole runs`` prints the node's record instead, as it reads no logs): ``never
+    started``, ``oom``, ``arg error``, ``crashed``, ``dead``
     (ended otherwise), ``ready``, ``adopted``, ``starting``. ``outcome`` (default
     ``run.outcome``): what the run's log says (sglang.summary's words: ``ready``, ``oom``,
     ``arg_error``, ``crashed``, ``exited``, ``unknown``); ``ready``: the ready line was seen."""
@@ -944,7 +945,8 @@ class ConsoleState:
             self.gpu_history.setdefault(g.index, deque(maxlen=GPU_HISTORY)).append(g.used_mib)
         r = self.run
         top = ev.max_used_mib()
-        if r is not None and top is not None and r.state in ("starting", "running", "ready", "adopted"):
+        # a reading of 0 MiB (a run sampled before it allocated anything) is no peak: "-", not 0.0 GiB
+        if r is not None and top and r.state in ("starting", "running", "ready", "adopted"):
             if top > self.gpu_peak_mib.get(r.run_id, -1.0):
                 self.gpu_peak_mib[r.run_id] = top
         return {"gpu"} if ev != prev else set()
@@ -1006,7 +1008,7 @@ class ConsoleState:
         one wins: the log's ``server_args=`` dump, ``/server_info``'s top-level fields, its
         ``internal_states[0]`` (the scheduler's own copy, with values computed inside the
         scheduler such as ``max_mamba_cache_size``), ``effective_max_running_requests_per_dp``
-        (× ``dp_size``; SGLang 0.5.9+, sglang-observables §5.3), and the caps SGLang logged at
+        (× :func:`dp_ranks`; SGLang 0.5.9+, sglang-observables §5.3), and the caps SGLang logged at
         start-up (``max_running_requests=N`` of the ready summary, ``max_running_requests is
         capped to N by the mamba state cache``)."""
         live: dict[str, tuple[Any, str]] = {}
@@ -1019,10 +1021,9 @@ class ConsoleState:
         sched = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
         for k, v in sched.items():
             live[k] = (v, "scheduler")
-        eff = sched.get("effective_max_running_requests_per_dp")
-        if isinstance(eff, int) and not isinstance(eff, bool):
-            dp = info.get("dp_size") if isinstance(info.get("dp_size"), int) else 1
-            live["max_running_requests"] = (eff * max(dp or 1, 1), "scheduler")
+        eff = _count(sched.get("effective_max_running_requests_per_dp"))
+        if eff is not None:
+            live["max_running_requests"] = (eff * dp_ranks(info), "scheduler")
         for k, v in self.runtime_caps.items():
             live[k] = (v, "log")
         for row in self.rows:
@@ -1031,6 +1032,25 @@ class ConsoleState:
                 row.disagrees = _norm(row.live) != _norm(row.value)
             else:
                 row.live, row.live_from, row.disagrees = None, "", False
+
+
+def _count(v: Any) -> int | None:
+    """``v`` when it is a positive int (not a bool), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def dp_ranks(info: dict) -> int:
+    """How many schedulers share the server's requests, read off a ``/server_info`` answer:
+    the scheduler's ``dp_size`` (else the top-level one) × its ``attn_dp_size`` (absent before
+    0.5.23: 1). SGLang's own benchmarks count the server's running-request cap this way:
+    ``effective_max_running_requests_per_dp * dp_size`` (0.5.11
+    ``test/bench_one_batch_server_internal.py``) and ``* num_dp_ranks`` = ``dp_size *
+    attn_dp_size``, "replicas times attention-DP groups" (0.5.23
+    ``benchmark/one_batch_server.py``, ``srt/runtime_context.py:num_dp_ranks_of``)."""
+    states = info.get("internal_states")
+    sched = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+    dp = _count(sched.get("dp_size")) or _count(info.get("dp_size")) or 1
+    return dp * (_count(sched.get("attn_dp_size")) or 1)
 
 
 def _norm(v: Any) -> Any:

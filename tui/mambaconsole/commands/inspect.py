@@ -118,14 +118,14 @@ def _finite(v):
 
 
 def run(args: argparse.Namespace) -> int:
-    data = _read(args.file)
-    result = inspect_text(data, kind=args.kind)
+    text = _read(args.file).decode("utf-8", "replace")
+    result = inspect_text(text, kind=args.kind)
     if args.json:
         print(json.dumps(_finite(result), allow_nan=False))
         return 0
-    print(_human(result, details(data.decode("utf-8", "replace"), result["kind"])))
+    print(_human(result, details(text, result["kind"])))
     if result["kind"] == "log":
-        ranks = per_rank_memory(data.decode("utf-8", "replace"))
+        ranks = per_rank_memory(text)
         if len(ranks) > 1:
             print(f"memory per rank (GB; {NOT_SEEN} = the rank printed no such line):")
             for rank, m in ranks.items():

@@ -1,7 +1,10 @@
 """``mambaconsole runs HOST [--json]``: the runs recorded on the node, oldest first.
 
 Table columns: run id, started (this machine's local time), state (``running``,
-``exited CODE``, ``adopted``, ``gone``, ``lost``, ``starting``) and the argv. A server started by
+``exited CODE``, ``adopted``, ``gone``, ``lost``, ``starting``: the node's record, not the
+log's verdict, which the console's history adds) and the argv as one line of bash
+(:func:`~mambaconsole.sglang.text.shell_line`: an element with a newline or an escape is
+written ``$'...'``). A server started by
 hand (``sglang.launch_server`` / ``sglang serve`` / ``mambaconsole.sim``) by this user is
 recorded as an adopted run first, unless ``--no-adopt``; a server of another user is listed
 after the table as "other user's server (uid/name), not adopted" and is never adopted or
@@ -18,12 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import shutil
 
 from mambaconsole.commands._common import add_host, run_async, when
 from mambaconsole.node import connect
 from mambaconsole.node.runs import RunStore
+from mambaconsole.sglang.text import shell_line
 
 HELP = "list the server runs recorded on the node (and adopt one started by hand)"
 JSON_KEYS = ("run_id", "state", "exit_code", "signal", "pid", "started", "ended", "adopted", "argv",
@@ -40,7 +43,7 @@ def table(runs) -> str:
     width = shutil.get_terminal_size((160, 24)).columns
     rows = [("RUN ID", "STARTED", "STATE", "ARGV")]
     for r in runs:
-        rows.append((r.run_id, when(r.started or r.record.get("created")), r.state_text, shlex.join(r.argv)))
+        rows.append((r.run_id, when(r.started or r.record.get("created")), r.state_text, shell_line(r.argv)))
     w = [max(len(row[i]) for row in rows) for i in range(3)]
     out = []
     for row in rows:
@@ -70,7 +73,7 @@ async def _main(args) -> int:
         print(table(runs))
     for o in others:
         print(f"other user's server ({o.get('uid')}/{o.get('user') or '?'}), not adopted: pid {o.get('pid')}, "
-              f"started {when(o.get('started'))}: {shlex.join(o.get('argv') or [])}")
+              f"started {when(o.get('started'))}: {shell_line(o.get('argv') or [])}")
     return 0
 
 

@@ -7,6 +7,8 @@ SGLang printed them, memory in SGLang's "GB".
 
 from __future__ import annotations
 
+import functools
+
 import json
 from typing import Any
 
@@ -55,12 +57,19 @@ def detect_kind(text: str) -> str:
     return "log"
 
 
+@functools.lru_cache(maxsize=1)
+def _summary(text: str):
+    """The log's :func:`~mambaconsole.sglang.summary.summarize` result: ``inspect LOG`` reads
+    it three times (the JSON shape, :func:`details`, :func:`per_rank_memory`) and parses once."""
+    return summarize(E.parse_text(text))
+
+
 def per_rank_memory(text: str) -> dict[str, dict[str, Any]]:
     """Memory lines of the last boot per rank (rank tag or "main" → RankMemory.detail()) —
     for the readable summary. Every rank the log names has a row (the ranks of
     ``inspect``'s ``ranks``, plus "main" when the untagged main process printed memory
     lines); a rank that did not print a line has None there, never another rank's value."""
-    s = summarize(E.parse_text(text))
+    s = _summary(text)
     mem = s.last.memory
     ranks = sorted(set(s.ranks) | set(mem), key=rank_sort_key)
     return {(r or "main"): (mem[r] if r in mem else RankMemory(r)).detail() for r in ranks}
@@ -75,7 +84,7 @@ def details(text: str, kind: str) -> list[tuple[str, str]]:
     before). Values as SGLang printed them; absent ones are left out."""
     out: list[tuple[str, str]] = []
     if kind == "log":
-        r = summarize(E.parse_text(text)).last.summary
+        r = _summary(text).last.summary
         if r is not None:
             parts = [f"KV pool {r.max_total_num_tokens} tokens" if r.max_total_num_tokens is not None else None,
                      f"context_len {r.context_len}" if r.context_len is not None else None,
@@ -113,8 +122,7 @@ def details(text: str, kind: str) -> list[tuple[str, str]]:
 
 
 def _log(text: str) -> dict[str, Any]:
-    events = E.parse_text(text)
-    s = summarize(events)
+    s = _summary(text)
     out = empty_result("log")
     out["sglang_version"] = s.version
     out["ranks"] = s.ranks

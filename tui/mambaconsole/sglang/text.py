@@ -11,8 +11,9 @@ and, in a damaged file, arbitrary bytes. None of that may reach the screen raw:
 from __future__ import annotations
 
 import re
+import shlex
 
-__all__ = ["decode_line", "display_text", "has_controls"]
+__all__ = ["decode_line", "display_text", "has_controls", "shell_line"]
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC strings (ESC P/X/^/_ ... ST),
 # other two-byte escapes (ESC + one char), and the 8-bit C1 forms of CSI/OSC.
@@ -45,6 +46,24 @@ def decode_line(raw: bytes | str) -> str:
 def has_controls(text: str) -> bool:
     """True when ``text`` holds any C0/C1 control character (escape, CR, tab, NUL, ...)."""
     return _CONTROL_RE.search(text) is not None
+
+
+def _ansi_c(c: str) -> str:
+    if c == "\\" or c == "'":
+        return "\\" + c
+    if c.isprintable():
+        return c
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+
+
+def shell_line(argv: list[str]) -> str:
+    """``argv`` as ONE line of bash: :func:`shlex.quote` for each element, except an element
+    holding a control character (a newline, an escape), which is written in bash's ANSI-C
+    quoting ``$'...'`` with that character escaped (``\\n`` as ``\\x0a``): a listing keeps one
+    row per run and no escape reaches the terminal, and the line pasted into bash gives back
+    the same argv. Never raises."""
+    return " ".join(f"$'{''.join(map(_ansi_c, a))}'" if has_controls(a) else shlex.quote(a) for a in argv)
 
 
 def display_text(line: bytes | str) -> str:

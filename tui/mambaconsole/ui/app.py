@@ -11,7 +11,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 from textual import on, work
@@ -20,13 +20,13 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.node.base import NodeError
 from mambaconsole.state import Connection, ConsoleState, Phase, Resolution, RunInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
+from mambaconsole.ui.footer import KeyFooter
 from mambaconsole.ui.feed import Feed, RunStatus
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
@@ -163,7 +163,7 @@ class ConsoleApp(App[int]):
             yield SpecPane(id="spec", classes="pane")
             yield ArgsPane(id="args", classes="pane")
             yield LogPane(id="log", classes="pane")
-        yield Footer()
+        yield KeyFooter()
 
     def _load_themes(self) -> None:
         """Register the themes (``themes/``) and pick ``theme`` (default ``mamba-dark``) before
@@ -272,17 +272,31 @@ class ConsoleApp(App[int]):
         """GPU samples every ``poll_s`` seconds from one long-lived node agent
         (:meth:`Feed.gpu_stream`); when the stream breaks, it starts again once the link is up,
         with capped backoff."""
+        async def samples():
+            await self.feed.link.wait_up()
+            async for snap in self.feed.gpu_stream(self.poll_s):
+                yield snap
+
+        await self._keep_reading("gpu", samples, lambda snap: self.post_message(M.Fed(snap, poll="gpu")), again=True)
+
+    async def _keep_reading(self, poll: str, open_stream: Callable[[], AsyncIterator], handle: Callable[[object], None],
+                      *, again: bool) -> None:
+        """``handle`` each item of ``open_stream()``. When the stream breaks (raises), say so
+        (:meth:`_lost`) and open it again after a capped backoff (1 s, doubling up to
+        BACKOFF_CAP, back to 1 s at each item); when it ends, return, or with ``again`` open
+        it again after the same backoff. Stops when the app closes."""
         delay = 1.0
         while not self._closing:
             try:
-                await self.feed.link.wait_up()
-                async for snap in self.feed.gpu_stream(self.poll_s):
-                    self.post_message(M.Fed(snap, poll="gpu"))
+                async for item in open_stream():
+                    handle(item)
                     delay = 1.0
+                if not again:
+                    return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self._lost("gpu", exc)
+                self._lost(poll, exc)
             await asyncio.sleep(delay)
             delay = min(BACKOFF_CAP, delay * 2)
 
@@ -329,23 +343,19 @@ class ConsoleApp(App[int]):
     async def tail_log(self, run: RunInfo, offset: int) -> None:
         """The log tail; :meth:`Feed.tail` resumes across dropped connections by byte offset.
         Should it fail anyway, it starts again where the state stopped (nothing lost or repeated)."""
-        delay = 1.0
-        while True:
-            try:
-                async for batch in self.feed.tail(run, offset):
-                    if isinstance(batch, RunStatus):
-                        self.call_later(self._run_status_changed)
-                        continue
-                    self.post_message(M.Fed(batch))
-                    delay = 1.0
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._lost("tail", exc)
-                await asyncio.sleep(delay)
-                delay = min(BACKOFF_CAP, delay * 2)
-                offset = self.state.log_offset if self.state.log_run_id == run.run_id else 0
+        opened = [offset]  # the first open starts at `offset`, the next ones where the state stopped
+
+        def open_tail():
+            start = opened.pop() if opened else (self.state.log_offset if self.state.log_run_id == run.run_id else 0)
+            return self.feed.tail(run, start)
+
+        def handle(batch) -> None:
+            if isinstance(batch, RunStatus):
+                self.call_later(self._run_status_changed)
+            else:
+                self.post_message(M.Fed(batch))
+
+        await self._keep_reading("tail", open_tail, handle, again=False)
 
     @work(exclusive=True, group="link", exit_on_error=False)
     async def watch_link(self) -> None:

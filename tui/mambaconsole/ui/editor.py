@@ -35,12 +35,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.validation import Number, ValidationResult, Validator
-from textual.widgets import Button, Footer, Input, Label, Select, Static, Switch
+from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
 from mambaconsole.sglang.argv_diff import arg_tokens, command, diff, split_launch
 from mambaconsole.ui.confirm import ConfirmScreen
+from mambaconsole.ui.footer import KeyFooter
 
 EXTRA = ("--mem-fraction-static", "--max-running-requests", "--disable-radix-cache",
          "--chunked-prefill-size", "--page-size")
@@ -198,7 +199,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 yield Button("Pre-flight (ctrl+r)", id="ed-check", variant="primary")
                 yield Button("Relaunch with these args (ctrl+y)", id="ed-go", variant="warning", disabled=True)
                 yield Button("Cancel (Esc)", id="ed-cancel")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self._given_params is not None:

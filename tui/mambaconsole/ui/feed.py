@@ -19,7 +19,7 @@ from typing import Any
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.agent import agent_once, agent_record_batches
-from mambaconsole.node.base import Node, NodeError
+from mambaconsole.node.base import Node
 from mambaconsole.node.runs import Run, RunStore
 from mambaconsole.node.supervisor import Supervisor
 from mambaconsole.state import (
@@ -150,6 +150,9 @@ class Feed:
         self._warm = None
         self._http = None  # httpx.AsyncClient, made on the first request
         self._local_port: dict[int, int] = {}
+        self._gpu_streams = 0  # gpu_stream iterators running now (the pane's)
+        self._gpu_last: GpuSnapshot | None = None
+        self._gpu_sampled = asyncio.Event()  # set (and replaced) at each streamed sample
 
     @property
     def host(self) -> str:
@@ -248,19 +251,40 @@ class Feed:
         agent cannot start); the caller starts it again."""
         batches = agent_record_batches(self.node, python=self.agent_python, interval=interval,
                                        gpu=self._gpu_choice(), sim_file=self.sim_gpu_file)
+        self._gpu_streams += 1
         try:
             async for recs in batches:
                 snap = None
                 for rec in recs:  # a late batch: only its newest sample matters
                     snap = gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file)) or snap
                 if snap is not None:
+                    self._gpu_last = snap
+                    sampled, self._gpu_sampled = self._gpu_sampled, asyncio.Event()
+                    sampled.set()
                     yield snap
         finally:
+            self._gpu_streams -= 1
             await batches.aclose()
 
+    async def next_gpu(self, wait: float) -> GpuSnapshot:
+        """A GPU sample taken after this call: the running :meth:`gpu_stream`'s next one (the
+        pane's stream, at its interval) when one comes within ``wait`` seconds, else one short
+        agent run (:meth:`gpu`): the relaunch's wait for free GPU memory reads the stream the
+        console already has instead of starting an agent on the node every second."""
+        if self._gpu_streams:
+            sampled = self._gpu_sampled
+            try:
+                await asyncio.wait_for(sampled.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
+            else:
+                if self._gpu_last is not None:
+                    return self._gpu_last
+        return await self.gpu()
+
     async def gpu(self) -> GpuSnapshot:
-        """One GPU sample (see :meth:`gpu_stream`) from a short agent run: for the relaunch's
-        wait for free GPU memory, not for the pane."""
+        """One GPU sample (see :meth:`gpu_stream`) from a short agent run: what
+        :meth:`next_gpu` falls back to when no stream is running (or it went quiet)."""
         hello, rec = await agent_once(self.node, python=self.agent_python, gpu=self._gpu_choice(),
                                       sim_file=self.sim_gpu_file, timeout=30)
         snap = gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file))

@@ -18,10 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from mambaconsole.state import RunInfo, fmt_duration, state_label, status_word
 from mambaconsole.sglang.argv_diff import diff_text
+from mambaconsole.ui.footer import KeyFooter
 
 #: runs summarised from their logs at most (newest first)
 SUMMARISE = 30
@@ -85,7 +86,7 @@ class HistoryScreen(Screen[None]):
         for c in COLUMNS:
             t.add_column(c, key=c)
         yield t
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._fill()

@@ -17,6 +17,8 @@ from mambaconsole.state import RunInfo
 Phase = Callable[..., None]  # phase(name, text[, run_id])
 #: seconds to wait for the old server's processes to release GPU memory
 GPU_FREE_TIMEOUT = 120.0
+#: seconds to wait for the console's GPU stream's next sample before taking one of its own
+GPU_SAMPLE_WAIT = 5.0
 #: seconds to follow a new run to ready or failure before handing it to the pollers
 FOLLOW_TIMEOUT = 900.0
 
@@ -35,17 +37,21 @@ async def stop(feed, run: RunInfo, phase: Phase) -> None:
 
 
 async def wait_gpu_free(feed, pids: set[int], phase: Phase, timeout: float = GPU_FREE_TIMEOUT) -> None:
+    """Return once no process in ``pids`` holds GPU memory (or the node has no GPU readings);
+    samples come from the console's GPU stream (:meth:`Feed.next_gpu`), at most one a second.
+    Raises ConsoleError after ``timeout`` seconds."""
     if not pids:
         return
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
-        snap = await feed.gpu()
+        asked = time.monotonic()
+        snap = await feed.next_gpu(wait=GPU_SAMPLE_WAIT)
         held = [p for p in snap.processes if p.pid in pids]
         if not snap.available or not held:
             return
         phase("wait-gpu", f"waiting for GPU memory: {sum(p.used_mib for p in held) / 1024:.1f} GiB still held by "
                           f"{', '.join(str(p.pid) for p in held)} ({time.monotonic() - t0:.0f} s)")
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - asked)))  # at most one sample a second
     raise ConsoleError(f"the old server's processes still hold GPU memory after {timeout:.0f} s; not starting")
 
 
