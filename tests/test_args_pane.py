@@ -1,7 +1,9 @@
 """The ServerArgs pane on the simulated node, driven by Pilot: the live server's values next to
 the resolved ones (the sim's /server_info and its log, read here with httpx and a regex), the
 given value of an overridden field (from the run's argv), and columns sized to the pane's
-width (nothing cut when the pane is wide enough)."""
+width (nothing cut when the pane is wide enough; a narrow pane leaves changed-by out and the
+detail area under the table shows the highlighted row in full). The column choice itself is
+checked on the pure :func:`column_widths` at every width from 40 to 260 cells."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import pytest
 
 from fixtures.console import wait_until
 from mambaconsole.sim import demo as sim_demo
+from textual.geometry import Region
+
 from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.ui.args_pane import column_widths
 from mambaconsole.ui.demo import Demo
 
 from test_demo_console import SPEED
@@ -25,19 +30,29 @@ def _cells(table) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-async def test_args_pane_shows_live_values_given_values_and_full_width(demo_home):
+def _working_app(demo_home) -> tuple[Demo, list[str], ConsoleApp]:
+    """The console on the demo node with the working argv started (it reaches ready)."""
     demo = Demo(demo_home, speed=SPEED)
     argv = sim_demo.working_argv(port=demo.port)
 
     async def start_working():
         await demo.feed.store.start(sim_demo.sim_command(argv, speed=SPEED), env=demo.run_env(), session="demo")
 
-    app = ConsoleApp(demo.make_feed(), poll_s=0.3, prepare=start_working, on_quit=demo.stop)
+    return demo, argv, ConsoleApp(demo.make_feed(), poll_s=0.3, prepare=start_working, on_quit=demo.stop)
+
+
+def _logged_max_running_requests(app) -> int:
+    """What SGLang used, read off the run's own log (its ready summary)."""
+    log = Path(app.state.run.log_path).read_text()
+    return int(re.search(r"max_running_requests=(\d+), context_len", log).group(1))
+
+
+async def test_args_pane_shows_live_values_given_values_and_full_width(demo_home):
+    demo, argv, app = _working_app(demo_home)
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_until(pilot, lambda: app.state.status == "ready", timeout=60, what="ready")
         # what SGLang used, read off the run's own log and the live /server_info
-        log = Path(app.state.run.log_path).read_text()
-        logged = int(re.search(r"max_running_requests=(\d+), context_len", log).group(1))
+        logged = _logged_max_running_requests(app)
         info = httpx.get(f"http://127.0.0.1:{demo.port}/server_info", timeout=10).json()
         effective = info["internal_states"][0]["effective_max_running_requests_per_dp"]
         asked = argv[argv.index("--max-running-requests") + 1]
@@ -81,3 +96,94 @@ async def test_args_pane_shows_live_values_given_values_and_full_width(demo_home
                          timeout=10, what="the columns re-laid out for the narrower pane")
         narrow = [c.width for c in table.columns.values()]
         assert sum(narrow) + 4 * 2 <= max(table.size.width, 40)
+
+
+# inputs for the column rule: the demo's widest rows, a long default flag, a writer of 58 cells
+FLAGS = ["--max-running-requests", "--speculative-algorithm", "--mamba-scheduler-strategy",
+         "--speculative-num-draft-tokens", "--constrained-json-whitespace-pattern", "--page-size"]
+VALUES = ["16 → 4 live", "EAGLE  given NEXTN", "extra_buffer", "4", "None", "1"]
+SOURCES = ["cli · scheduler", "overridden", "cli", "cli", "default", "derived"]
+WRITERS = ["", "_handle_speculative_decoding sglang/srt/server_args.py:3311", "", "", "",
+           "_handle_page_size sglang/srt/server_args.py:2818"]
+
+
+def test_column_choice_by_width():
+    """Each shown column takes 2 cells of padding and 2 cells stay for the vertical scrollbar.
+    Useful widths (the rule): a flag column of 26 (``--mamba-scheduler-strategy`` whole), a
+    value of 12, the source whole, a changed-by of 20 (or the longest entry where shorter)."""
+    longest = [max(len(x) for x in xs) for xs in (FLAGS, VALUES, SOURCES, WRITERS)]
+    useful = [min(longest[0], 26), min(longest[1], 12), longest[2], min(longest[3], 20)]
+    four_at = None
+    for width in range(40, 261):
+        flag_w, value_w, src_w, by_w = column_widths(width, FLAGS, VALUES, SOURCES, WRITERS)
+        shown = [w for w in (flag_w, value_w, src_w, by_w) if w]
+        assert all(w > 0 for w in shown) and sum(shown) + 2 * len(shown) + 2 <= width, (width, shown)
+        if by_w:  # all four: none narrower than useful
+            four_at = four_at or width
+            assert all(w >= u for w, u in zip((flag_w, value_w, src_w, by_w), useful)), (width, shown)
+            assert width >= sum(useful) + 4 * 2 + 2
+        else:  # changed-by left out: flag, value and source fill the width exactly
+            assert four_at is None, f"four columns at {four_at} cells but three at {width}"
+            assert sum(shown) + 3 * 2 + 2 == width, (width, shown)
+            if width - 3 * 2 - 2 >= useful[0] + useful[1] + min(longest[2], 10):
+                assert flag_w >= useful[0] and value_w >= useful[1] and src_w >= min(longest[2], 10), (width, shown)
+        if width >= sum(longest) + 4 * 2 + 2:  # room for everything: nothing is cut
+            assert by_w and all(w >= n for w, n in zip((flag_w, value_w, src_w, by_w), longest)), (width, shown)
+    # the 120x40 console's ServerArgs pane (56 cells): three columns; a zoomed one: four
+    assert column_widths(56, FLAGS, VALUES, SOURCES, WRITERS)[3] == 0
+    assert four_at is not None and four_at <= 116
+
+
+def _visible(widget) -> str:
+    """The text a widget shows on screen (wrapped and cut to its size)."""
+    strips = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+    return "\n".join(s.text.rstrip() for s in strips)
+
+
+async def test_args_pane_at_120x40_detail_follows_the_cursor(demo_home):
+    demo, argv, app = _working_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.state.status == "ready", timeout=60, what="ready")
+        logged = _logged_max_running_requests(app)
+        await wait_until(pilot, lambda: app.state.server_info and app.state.rows
+                         and any(r.disagrees for r in app.state.rows), what="server_info and rows")
+        await pilot.press("3")
+        pane = app.args_pane
+        table = pane.query_one("DataTable")
+        await wait_until(pilot, lambda: table.row_count and len(table.columns) == 3,
+                         what="three columns in the narrow pane")
+        # no horizontal scrollbar: the columns fit the table
+        await pilot.pause(0.2)
+        assert table.size.width < 70
+        assert [str(c.label) for c in table.columns.values()] == ["flag", "value", "source"]
+        assert table.virtual_size.width <= table.scrollable_content_region.width, (table.virtual_size, table.size)
+        assert not table.show_horizontal_scrollbar
+        rows = _cells(table)
+        detail = pane.query_one("#args-detail")
+
+        # the overridden row: its given value (the argv) and its writer (the node's resolution)
+        given = argv[argv.index("--speculative-algorithm") + 1]
+        last = app.state.resolution["fields"]["speculative_algorithm"]["writes"][-1]
+        i = next(i for i, r in enumerate(rows) if r[0] == "--speculative-algorithm")
+        table.move_cursor(row=i)
+        await wait_until(pilot, lambda: _visible(detail).startswith("--speculative-algorithm"), what="the detail")
+        shown = _visible(detail)
+        assert f"given {given}" in shown and "overridden" in shown, shown
+        assert last["function"] in shown and f"{last['file']}:{last['line']}" in shown, shown
+        assert 2 <= len(shown.splitlines()) <= 4, shown
+        # the cursor moves: the detail follows to the next row
+        await pilot.press("down")
+        await wait_until(pilot, lambda: _visible(detail).startswith(rows[i + 1][0] + " "),
+                         what=f"the detail of {rows[i + 1][0]}")
+
+        # the row the live server disagrees with: both values, and where the live one was read
+        j = next(j for j, r in enumerate(rows) if r[0] == "--max-running-requests")
+        table.move_cursor(row=j)
+        await wait_until(pilot, lambda: _visible(detail).startswith("--max-running-requests"), what="the detail")
+        shown = _visible(detail)
+        asked = argv[argv.index("--max-running-requests") + 1]
+        assert re.search(rf"= {asked}\b", shown) and re.search(rf"live {logged} \(from (/server_info|scheduler|log)\)", shown), shown
+        # the counts stay under it
+        n_over = sum(1 for f in app.state.resolution["fields"].values() if f["source"] == "overridden")
+        note = str(pane.query_one("#args-note").render())
+        assert "filter all" in note and f"{n_over} overridden" in note, note

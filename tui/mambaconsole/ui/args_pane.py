@@ -53,26 +53,52 @@ def visible_rows(rows: list[ArgRow], mode: str, query: str) -> list[ArgRow]:
     return out
 
 
+#: the narrowest each column is worth showing: a flag column of 26 cells shows every Mamba flag
+#: whole (``--mamba-scheduler-strategy``); a value of 12 cells a number, a choice or a model's
+#: organisation; a changed-by column of 20 cells the writer's function name (most of it)
+FLAG_MIN, VALUE_MIN, BY_MIN = 26, 12, 20
+
+
 def column_widths(width: int, flags: list[str], values: list[str], sources: list[str],
                   writers: list[str]) -> tuple[int, int, int, int]:
-    """Widths of (flag, value, source, changed by) for a table ``width`` cells wide: the value
-    column as wide as the longest value (at most 35% of the width), the source column as its
-    longest entry, changed-by as its longest writer, and the flag column the longest flag that
-    fits in what is left (at least 30 cells where there is room: every Mamba and speculative
-    flag); any room left over goes to changed-by. In a narrow pane flag, value and source fit
-    and changed-by scrolls off to the right."""
-    avail = max(width - 4 * _PAD - _SCROLLBAR, 40)
-    src_w = max([len("source"), *map(len, sources)])
-    value_w = min(max([len("value"), *map(len, values)]), max(avail * 7 // 20, 12))
-    by_nat = max([len("changed by"), *map(len, writers)])
+    """Widths in cells of (flag, value, source, changed by) for a table ``width`` cells wide
+    (each column also takes 2 cells of padding; 2 are kept for the vertical scrollbar); a
+    changed-by width of 0 means that column is left out.
+
+    Four columns where they fit: the value column as wide as the longest value (at most 35% of
+    the room), the source column as its longest entry, the flag column the longest flag that fits
+    in what is left (at least 30 cells where there is room: every Mamba and speculative flag),
+    changed-by the rest. That layout is kept when every column gets at least its useful width
+    (``FLAG_MIN``, ``VALUE_MIN``, ``BY_MIN``, or its longest entry if shorter) and all four fit.
+
+    Otherwise (a narrow pane) changed-by is left out, since the detail area under the table
+    shows the highlighted row's writer, and flag, value and source fill the width exactly: the
+    source as its longest entry (cut where that would squeeze flag and value under their useful
+    widths, never under 10 cells: ``overridden``), the flag its longest entry or what the value's
+    longest entry leaves, at least ``FLAG_MIN`` while the value keeps ``VALUE_MIN``, and the
+    value the rest. Nothing scrolls sideways unless the pane is narrower than about 30 cells."""
     flag_nat = max([len("flag"), *map(len, flags)])
-    rest = avail - src_w - value_w
+    value_nat = max([len("value"), *map(len, values)])
+    src_nat = max([len("source"), *map(len, sources)])
+    by_nat = max([len("changed by"), *map(len, writers)])
+
+    avail = width - 4 * _PAD - _SCROLLBAR
+    value_w = min(value_nat, max(avail * 7 // 20, VALUE_MIN))
+    rest = avail - src_nat - value_w
     flag_w = min(flag_nat, max(rest - by_nat, min(30, rest)))
-    if flag_w < min(flag_nat, 26) and value_w > 12:  # narrow: the value gives up some room first
-        d = min(min(flag_nat, 26) - flag_w, value_w - 12)
+    if flag_w < min(flag_nat, FLAG_MIN) and value_w > VALUE_MIN:  # the value gives up some room first
+        d = min(min(flag_nat, FLAG_MIN) - flag_w, value_w - VALUE_MIN)
         value_w, flag_w = value_w - d, flag_w + d
-    by_w = max(avail - flag_w - value_w - src_w, 10)
-    return flag_w, value_w, src_w, by_w
+    by_w = avail - flag_w - value_w - src_nat
+    if (flag_w >= min(flag_nat, FLAG_MIN) and value_w >= min(value_nat, VALUE_MIN)
+            and by_w >= min(by_nat, BY_MIN)):
+        return flag_w, value_w, src_nat, by_w
+
+    avail = max(width - 3 * _PAD - _SCROLLBAR, 3)
+    src_w = max(min(src_nat, avail - FLAG_MIN - VALUE_MIN), min(src_nat, 10), 1)
+    rest = max(avail - src_w, 2)
+    flag_w = min(flag_nat, max(rest - value_nat, min(FLAG_MIN, rest - VALUE_MIN), rest // 2))
+    return flag_w, rest - flag_w, src_w, 0
 
 
 def value_cell(r: ArgRow, given, colors: dict[str, str]) -> Text:
@@ -88,10 +114,46 @@ def value_cell(r: ArgRow, given, colors: dict[str, str]) -> Text:
     return text
 
 
+def detail_text(r: ArgRow, given, colors: dict[str, str], limit: int = 160) -> Text:
+    """The detail area's text for row ``r`` (wraps to the pane's width, 2-4 lines): the flag, its
+    full value (up to ``limit`` characters) and source; on an overridden or derived row the value
+    given on the command line (``given`` from the resolution, None: not given) and the writer
+    (``function file:line``, :attr:`ArgRow.changed_by`), on a cli/config/env row the default; and
+    where the live server disagrees ``live V (from /server_info|scheduler|log)``."""
+    text = Text(no_wrap=False)
+    text.append(r.flag, "bold")
+    text.append(" = ")
+    text.append(_show(r.value, limit))
+    text.append("  ")
+    text.append(r.source, source_style(r.source, colors))
+    text.append("\n")
+    if r.source in ("overridden", "derived"):
+        if given is not None:
+            text.append("given ", "dim")
+            text.append(_show(given, limit), "italic")
+        else:
+            text.append("not given", "dim")
+        if r.changed_by:
+            text.append("  ·  changed by ", "dim")
+            text.append(r.changed_by)
+    elif r.source in ("cli", "config", "env"):
+        text.append("default ", "dim")
+        text.append(_show(r.default, limit))
+    else:
+        text.append("SGLang's default", "dim")
+    if r.disagrees:
+        warn = colors.get("warning", "yellow")
+        text.append("\nlive ", f"bold {warn}")
+        text.append(_show(r.live, limit), f"bold {warn}")
+        text.append(f" (from {r.live_from})", warn)
+    return text
+
+
 class ArgsPane(Vertical, can_focus=False):
-    """Table (flag, value, source, changed by), columns sized to the pane's width. Where the live
-    server disagrees with the resolution the value reads ``resolved → live live`` and the source
-    says where the live value was read. Keys: ``a`` filter, ``/`` search, ``v`` source."""
+    """Table (flag, value, source, changed by), columns sized to the pane's width (a narrow pane
+    leaves changed-by out), and under it the highlighted row in full (:func:`detail_text`). Where
+    the live server disagrees with the resolution the value reads ``resolved → live live`` and the
+    source says where the live value was read. Keys: ``a`` filter, ``/`` search, ``v`` source."""
 
     BINDINGS = [
         Binding("a", "cycle_filter", "Filter", tooltip="all / non-default / changed by SGLang / differs from the live server"),
@@ -103,6 +165,7 @@ class ArgsPane(Vertical, can_focus=False):
     ArgsPane DataTable { height: 1fr; }
     ArgsPane #args-search { display: none; height: 1; border: none; }
     ArgsPane #args-search.shown { display: block; }
+    ArgsPane #args-detail { height: auto; max-height: 4; background: $boost; }
     ArgsPane #args-note { height: auto; max-height: 3; color: $text-muted; }
     """
 
@@ -116,6 +179,7 @@ class ArgsPane(Vertical, can_focus=False):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search flags and values (Enter: keep, Esc: clear)", id="args-search")
         yield DataTable(id="args-table", cursor_type="row", zebra_stripes=False)
+        yield Static("", id="args-detail")
         yield Static("", id="args-note")
 
     def refresh_from(self, state: ConsoleState) -> None:
@@ -131,15 +195,17 @@ class ArgsPane(Vertical, can_focus=False):
                              [r.source + (f" · {r.live_from}" if r.disagrees else "") for r in rows],
                              [r.changed_by for r in rows])
         table.clear()
+        n_cols = len(table.columns)
         for r, value in zip(rows, values):
             style = source_style(r.source, colors)
-            source = Text(r.source, style=style)
+            source = Text(r.source, style=style, overflow="ellipsis")
             if r.disagrees:
                 source.append(f" · {r.live_from}", "dim")
-            table.add_row(Text(r.flag, style="bold" if r.source != "default" else "", overflow="ellipsis"), value,
-                          source, Text(r.changed_by, style="dim", overflow="ellipsis"))
+            table.add_row(*(Text(r.flag, style="bold" if r.source != "default" else "", overflow="ellipsis"), value,
+                            source, Text(r.changed_by, style="dim", overflow="ellipsis"))[:n_cols])
         if rows:
             table.move_cursor(row=min(keep, len(rows) - 1))
+        self._show_detail()
         res = state.resolution
         n_over = sum(1 for r in state.rows if r.source == "overridden")
         n_der = sum(1 for r in state.rows if r.source == "derived")
@@ -172,7 +238,23 @@ class ArgsPane(Vertical, can_focus=False):
         table.clear(columns=True)
         for (label, key), w in zip((("flag", "flag"), ("value", "value"), ("source", "source"),
                                     ("changed by", "by")), widths):
-            table.add_column(label, width=w, key=key)
+            if w:  # changed-by is 0 (left out) in a narrow pane
+                table.add_column(label, width=w, key=key)
+
+    def _show_detail(self) -> None:
+        """The detail area: the highlighted row in full (hidden when there is none)."""
+        detail = self.query_one("#args-detail", Static)
+        row = self.current_row()
+        if row is None or self._state is None:
+            detail.display = False
+            return
+        fields = ((self._state.resolution or {}).get("fields") or {})
+        detail.update(detail_text(row, (fields.get(row.field) or {}).get("given"), self.app.theme_variables))
+        detail.display = True
+
+    def on_data_table_row_highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        ev.stop()
+        self._show_detail()
 
     def on_mount(self) -> None:
         # zoom (Screen.maximize/minimize) does not always send this pane a Resize: re-lay out
