@@ -18,7 +18,8 @@ from mambaconsole.sim import demo as sim_demo
 from textual.geometry import Region
 
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.args_pane import column_widths
+from mambaconsole.state import ArgRow
+from mambaconsole.ui.args_pane import column_widths, detail_text
 from mambaconsole.ui.demo import Demo
 
 from test_demo_console import SPEED
@@ -168,9 +169,9 @@ async def test_args_pane_at_120x40_detail_follows_the_cursor(demo_home):
         table.move_cursor(row=i)
         await wait_until(pilot, lambda: _visible(detail).startswith("--speculative-algorithm"), what="the detail")
         shown = _visible(detail)
+        assert 2 <= len(shown.splitlines()) <= 4, shown
         assert f"given {given}" in shown and "overridden" in shown, shown
         assert last["function"] in shown and f"{last['file']}:{last['line']}" in shown, shown
-        assert 2 <= len(shown.splitlines()) <= 4, shown
         # the cursor moves: the detail follows to the next row
         await pilot.press("down")
         await wait_until(pilot, lambda: _visible(detail).startswith(rows[i + 1][0] + " "),
@@ -187,3 +188,28 @@ async def test_args_pane_at_120x40_detail_follows_the_cursor(demo_home):
         n_over = sum(1 for f in app.state.resolution["fields"].values() if f["source"] == "overridden")
         note = str(pane.query_one("#args-note").render())
         assert "filter all" in note and f"{n_over} overridden" in note, note
+
+
+def test_detail_keeps_the_writer_in_sight_whatever_the_value():
+    """A long value (a draft model's path, a JSON override) is cut so that the given value, the
+    writer's file:line and the live value still fit the detail area's 4 lines (the 5th it may
+    take): this row is overridden, differs from the live server, has a 30-cell flag and a
+    59-cell writer."""
+    from rich.console import Console
+
+    path = "/models/" + "/".join(f"layer{i:02d}-eagle3-draft-checkpoint" for i in range(12))
+    writer = "_handle_speculative_decoding sglang/srt/server_args.py:3290"
+    row = ArgRow(field="speculative_draft_model_path", flag="--speculative-draft-model-path", value=path,
+                 default=None, source="overridden", changed_by=writer, writer_file="sglang/srt/server_args.py",
+                 writer_line=3290, live=path[:40], disagrees=True, live_from="/server_info")
+    for width in (56, 80, 96, 150):
+        lines = [ln.plain.rstrip() for ln in detail_text(row, "/given" + path, {}, width=width).wrap(Console(width=width), width)]
+        assert len(lines) <= (5 if width < 60 else 4), (width, lines)
+        assert lines[0].startswith("--speculative-draft-model-path = /models/la"), lines
+        text = " ".join(lines)
+        assert "given /given/mo" in text and "live /models/la" in text, lines
+        assert lines[-1].endswith("sglang/srt/server_args.py:3290") and "_handle_speculative_decoding" in text, lines
+        assert "(from /server_info)" in text or width < 60, lines
+    # room enough (a 100-character value in a 200-cell pane): the whole value
+    row.value = path[:100]
+    assert path[:100] in detail_text(row, None, {}, width=200).plain

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -114,12 +115,28 @@ def value_cell(r: ArgRow, given, colors: dict[str, str]) -> Text:
     return text
 
 
-def detail_text(r: ArgRow, given, colors: dict[str, str], limit: int = 160) -> Text:
-    """The detail area's text for row ``r`` (wraps to the pane's width, 2-4 lines): the flag, its
-    full value (up to ``limit`` characters) and source; on an overridden or derived row the value
-    given on the command line (``given`` from the resolution, None: not given) and the writer
-    (``function file:line``, :attr:`ArgRow.changed_by`), on a cli/config/env row the default; and
-    where the live server disagrees ``live V (from /server_info|scheduler|log)``."""
+def detail_text(r: ArgRow, given, colors: dict[str, str], width: int | None = None, lines: int = 4) -> Text:
+    """The detail area's text for row ``r``. Line 1: the flag, its full value and source; line 2:
+    on an overridden or derived row the value given on the command line (``given`` from the
+    resolution, None: not given), on a cli/config/env row the default, and where the live
+    server disagrees ``live V (from /server_info|scheduler|log)``; line 3: the writer of an
+    overridden or derived row (``changed by function file:line``, :attr:`ArgRow.changed_by`).
+    With ``width`` (cells), long values are cut (``…``) until the text wraps to at most
+    ``lines`` lines; failing that ``(from …)`` is left out (the table's source column says it)."""
+    text = _detail(r, given, colors, 160, True)
+    if width is None:
+        return text
+    for limit, where in ((160, True), (100, True), (64, True), (40, True), (24, True), (12, True), (12, False)):
+        text = _detail(r, given, colors, limit, where)
+        if len(text.wrap(_MEASURE, width)) <= lines:
+            break
+    return text
+
+
+_MEASURE = Console(width=200, color_system=None)  # wraps detail texts to count their lines
+
+
+def _detail(r: ArgRow, given, colors: dict[str, str], limit: int, where: bool) -> Text:
     text = Text(no_wrap=False)
     text.append(r.flag, "bold")
     text.append(" = ")
@@ -133,9 +150,6 @@ def detail_text(r: ArgRow, given, colors: dict[str, str], limit: int = 160) -> T
             text.append(_show(given, limit), "italic")
         else:
             text.append("not given", "dim")
-        if r.changed_by:
-            text.append("  ·  changed by ", "dim")
-            text.append(r.changed_by)
     elif r.source in ("cli", "config", "env"):
         text.append("default ", "dim")
         text.append(_show(r.default, limit))
@@ -143,9 +157,14 @@ def detail_text(r: ArgRow, given, colors: dict[str, str], limit: int = 160) -> T
         text.append("SGLang's default", "dim")
     if r.disagrees:
         warn = colors.get("warning", "yellow")
-        text.append("\nlive ", f"bold {warn}")
+        text.append("  ·  ", "dim")
+        text.append("live ", f"bold {warn}")
         text.append(_show(r.live, limit), f"bold {warn}")
-        text.append(f" (from {r.live_from})", warn)
+        if where:
+            text.append(f" (from {r.live_from})", warn)
+    if r.source in ("overridden", "derived") and r.changed_by:
+        text.append("\nchanged by ", "dim")
+        text.append(r.changed_by)
     return text
 
 
@@ -165,7 +184,7 @@ class ArgsPane(Vertical, can_focus=False):
     ArgsPane DataTable { height: 1fr; }
     ArgsPane #args-search { display: none; height: 1; border: none; }
     ArgsPane #args-search.shown { display: block; }
-    ArgsPane #args-detail { height: auto; max-height: 4; background: $boost; }
+    ArgsPane #args-detail { height: auto; min-height: 4; max-height: 5; background: $boost; }
     ArgsPane #args-note { height: auto; max-height: 3; color: $text-muted; }
     """
 
@@ -249,7 +268,8 @@ class ArgsPane(Vertical, can_focus=False):
             detail.display = False
             return
         fields = ((self._state.resolution or {}).get("fields") or {})
-        detail.update(detail_text(row, (fields.get(row.field) or {}).get("given"), self.app.theme_variables))
+        detail.update(detail_text(row, (fields.get(row.field) or {}).get("given"), self.app.theme_variables,
+                                  width=detail.size.width or self.size.width or None))
         detail.display = True
 
     def on_data_table_row_highlighted(self, ev: DataTable.RowHighlighted) -> None:
