@@ -48,18 +48,25 @@ def bare_app() -> ConsoleApp:
     return app
 
 
-async def started(app, pilot) -> Writer:
+async def started(app, pilot, wrap: bool = True) -> Writer:
+    """The app showing run r1's (empty) log; ``wrap=False``: long lines unwrapped (``w``), one
+    row per line (tests whose rows are line indices)."""
     app.state.apply(RunsListed((RunInfo("r1", log_path="/x"),), "r1"))
     app.state.show_log_of("r1")
     app.refresh_panes({"log"})
     await pilot.pause(0)
+    if not wrap:
+        app.log_pane.view.focus()
+        await pilot.press("w")
+        assert not app.log_pane.view.wrap
     return Writer(app)
 
 
 async def test_flood_keeps_log_keep_lines_and_renders_only_the_visible_rows():
+    """Unwrapped (one row per line); wrapped: tests/test_log_wrap.py."""
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        w = await started(app, pilot)
+        w = await started(app, pilot, wrap=False)
         written = []
         for _ in range(12):
             written += w.write(1000)
@@ -81,9 +88,10 @@ async def test_flood_keeps_log_keep_lines_and_renders_only_the_visible_rows():
 
 
 async def test_pause_counts_new_lines_keeps_the_rows_and_end_follows():
+    """Unwrapped (one row per line); wrapped: tests/test_log_wrap.py."""
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        w = await started(app, pilot)
+        w = await started(app, pilot, wrap=False)
         w.write(LOG_KEEP)
         await pilot.pause(0)
         pane, view = app.log_pane, app.log_pane.view

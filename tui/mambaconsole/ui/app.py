@@ -77,6 +77,7 @@ PALETTE = (
     ("Log: search", "/ in the log pane · n / N: next / previous match", "log.search"),
     ("Log: filter", "f in the log pane · regex, !regex keeps the others", "log.filter"),
     ("Log: poll access lines hidden / dimmed / shown", "a in the log pane", "log.cycle_access"),
+    ("Log: wrap long lines on/off", "w in the log pane", "log.wrap"),
     ("ServerArgs: show all / non-default / changed", "a in the ServerArgs pane", "args.cycle_filter"),
     ("ServerArgs: search", "/ in the ServerArgs pane", "args.search"),
     ("ServerArgs: SGLang source of the selected row", "v in the ServerArgs pane", "args.view_source"),

@@ -1,7 +1,8 @@
 """Log pane: the tail of a run's log. Follows by default, pauses when scrolled up (and counts
 the new lines), ``/`` search with ``n``/``N``, ``f`` filter (regex, ``!`` prefix inverts),
 severity colours, ``E`` jumps to the first error, ``r`` picks another run's log, ``a`` cycles the
-HTTP access lines of the polls (hide the console's own / dim / show). The search and filter boxes
+HTTP access lines of the polls (hide the console's own / dim / show), ``w`` wraps long lines or
+not (on by default; continuation rows start with a dim ``↳``). The search and filter boxes
 close on Enter (an empty filter clears it) or Esc (changes nothing); the active search and filter
 stay on (also across runs) and are shown in the status line, apart from the log's text. Always says whose log it
 shows, and warns when that is not the current run's or is older than the run. Memory is bounded
@@ -56,6 +57,7 @@ class LogPane(Vertical):
         Binding("f", "filter", "Filter"),
         Binding("E", "first_error", "First error"),
         Binding("a", "cycle_access", "Access lines", show=False),
+        Binding("w", "wrap", "Wrap lines", show=False),
         Binding("end,G", "follow", "Follow", show=False),
         Binding("r", "pick_run", "Pick run", show=False),
     ]
@@ -189,6 +191,7 @@ class LogPane(Vertical):
             s.append(f"  {self._hidden} poll lines hidden (a)")
         else:
             s.append(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)")
+        s.append(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)")
         if self._note:
             s.append(f"  {self._note}", c.get("warning", "yellow"))
         self._set_static("#log-status", s)
@@ -277,6 +280,13 @@ class LogPane(Vertical):
         if self._state:
             self._update_title(self._state)
 
+    def action_wrap(self) -> None:
+        """``w``: wrap long lines (continuation rows marked) or one row per line, scrolled
+        sideways. Keeps the end in sight when following, else the line at the top."""
+        self.view.set_wrap(not self.view.wrap, follow=self.following)
+        if self._state:
+            self._update_title(self._state)
+
     def on_input_submitted(self, ev: Input.Submitted) -> None:
         if ev.input.id == "log-search":
             ev.stop()
@@ -301,13 +311,17 @@ class LogPane(Vertical):
                 self._close(box)
                 ev.stop()
 
+    def _top_line(self) -> int:
+        """Index of the line at the top of the view (wrapped: the line of the top row)."""
+        return self.view.line_at(int(self.view.scroll_y))[0]
+
     def _matches(self) -> list[int]:
         q = self.search_text.lower()
         return [i for i, ln in enumerate(self._shown) if q and q in ln.text.lower()]
 
-    def _jump(self, idx: int) -> None:
+    def _jump(self, idx: int, query: str = "") -> None:
         self._match_at = idx
-        self.view.scroll_to(y=max(0, idx - 2), animate=False)
+        self.view.reveal(idx, query)  # two rows above it; wrapped, the match's own row in view
         if self._state:
             self._update_title(self._state)
 
@@ -320,20 +334,20 @@ class LogPane(Vertical):
                 self._update_title(self._state)
             return
         self._note = ""
-        cur = self._match_at if self._match_at is not None else int(self.view.scroll_y) + 1
+        cur = self._match_at if self._match_at is not None else self._top_line() + 1
         nxt = next((i for i in m if i > cur), m[0])
         self._match_info = (m.index(nxt) + 1, len(m))
-        self._jump(nxt)
+        self._jump(nxt, self.search_text)
 
     def action_prev_match(self) -> None:
         m = self._matches()
         if not m:
             return
-        cur = self._match_at if self._match_at is not None else int(self.view.scroll_y) + 1
+        cur = self._match_at if self._match_at is not None else self._top_line() + 1
         prv = next((i for i in reversed(m) if i < cur), m[-1])
         self._note = ""
         self._match_info = (m.index(prv) + 1, len(m))
-        self._jump(prv)
+        self._jump(prv, self.search_text)
 
     def action_first_error(self) -> None:
         st = self._state

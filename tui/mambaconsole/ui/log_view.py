@@ -10,14 +10,23 @@ Styling of a line: the SGLang envelope (``[2026-11-30 12:00:00 TP0]``) dim, the 
 severity colour, the search text reversed, and uvicorn access lines of the console's own polls
 (``INFO:     127.0.0.1:PORT - "GET /metrics HTTP/1.1" 200 OK``) muted or plain (the pane hides
 the console's own polls in its default mode)
-(:attr:`LogView.access`)."""
+(:attr:`LogView.access`).
+
+Wrapping (:attr:`LogView.wrap`, on by default; ``w`` in the log pane): a line takes
+:func:`wrap_rows` rows, the first ``width`` cells wide, each continuation row starting with a dim
+:data:`WRAP_MARK` (``↳`` and a space: :data:`WRAP_INDENT` cells) and holding ``width - 2`` cells.
+The row counts are kept incrementally, as cumulative row ends per kept line (appending a batch
+adds its lines' counts, lines falling off the bounded buffer's front are dropped from the front);
+a view row maps to ``(line, row within the line)`` by bisecting them; every count is computed
+again only when the width or the mode changes."""
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -39,6 +48,41 @@ CACHE_ROWS = 128
 #: access-line display modes, in the order ``a`` cycles them; the first is the default. "hide":
 #: the pane leaves the console's own polls out (log_pane.OWN_POLL_PATHS), the others are dimmed
 ACCESS_MODES = ("hide", "dim", "show")
+
+#: what starts each continuation row of a wrapped line (dim), and its width in cells
+WRAP_MARK = "↳ "
+WRAP_INDENT = 2
+# cumulative row ends dropped off the front are deleted once this many have piled up
+_COMPACT = 4096
+
+
+def wrap_rows(cells: int, width: int, indent: int = WRAP_INDENT) -> int:
+    """Rows (at least 1) a line of ``cells`` single-width cells takes in a view ``width`` cells
+    wide: the first row holds ``width`` cells, each continuation row ``width - indent`` (at
+    least 1). ``width`` 0 or less (not laid out yet): 1."""
+    if width <= 0 or cells <= width:
+        return 1
+    cont = max(1, width - indent)
+    return 1 + -(-(cells - width) // cont)
+
+
+def row_starts(text: str, width: int, indent: int = WRAP_INDENT) -> list[int]:
+    """The character offsets in ``text`` (as :func:`_clean` leaves it) where each of its wrapped
+    rows begins (see :func:`wrap_rows`); a double-width character that does not fit at the end
+    of a row starts the next one."""
+    if width <= 0:
+        return [0]
+    cont = max(1, width - indent)
+    if text.isascii():  # one cell per character
+        return [0, *range(width, len(text), cont)] if len(text) > width else [0]
+    starts, room, used = [0], width, 0
+    for i, ch in enumerate(text):
+        c = get_character_cell_size(ch)
+        if used + c > room and used:
+            starts.append(i)
+            room, used = cont, 0
+        used += c
+    return starts
 
 
 def _overlay(pieces: list[tuple[int, int, Style]], hits: list[tuple[int, int]],
@@ -74,7 +118,7 @@ class LogView(ScrollView, can_focus=True):
         self.lines = LineBuffer(maxlen=max_lines)
         self._base = 0  # lines dropped off the front since clear(): cache keys are base + row
         self._width = 0
-        self._cache: LRUCache[int, Strip] = LRUCache(CACHE_ROWS)
+        self._cache: LRUCache[int, Strip | list[tuple[int, Strip]]] = LRUCache(CACHE_ROWS)
         self.search = ""
         self.access = ACCESS_MODES[0]
         self.palette: dict[str, str] = {}
@@ -82,6 +126,16 @@ class LogView(ScrollView, can_focus=True):
         self._search_re: re.Pattern | None = None
         self._paint_style: Style | None = None
         self.pin_end = False  # scroll to the end once the size is known (set before layout)
+        #: long lines wrap (continuation rows marked with WRAP_MARK); off: one row per line,
+        #: scrolled sideways
+        self.wrap = True
+        self._wrap_w = 0  # the width the row counts were computed for (0: not laid out yet)
+        # wrap mode: _ends[_head + i] is the absolute row just after kept line i; _row0 is the
+        # absolute row of kept line 0 (rows of dropped lines are never renumbered)
+        self._ends: list[int] = []
+        self._head = 0
+        self._row0 = 0
+        self._anchor: tuple[str, int, int] | None = None  # what to keep in sight across a resize
 
     # ------------------------------------------------------------------ content
     def clear(self) -> None:
@@ -89,8 +143,138 @@ class LogView(ScrollView, can_focus=True):
         self._base = 0
         self._width = 0
         self._cache.clear()
+        self._reset_rows()
         self.virtual_size = Size(0, 0)
         self.refresh()
+
+    # ------------------------------------------------------------------ rows (wrap mode)
+    def _reset_rows(self) -> None:
+        self._ends.clear()
+        self._head = 0
+        self._row0 = 0
+
+    def _line_rows(self, text: str) -> int:
+        """Rows of one line (raw text) at the current wrap width."""
+        if text.isascii() and "\t" not in text:
+            return wrap_rows(len(text), self._wrap_w)
+        return len(row_starts(_clean(text), self._wrap_w))
+
+    def _recount(self) -> None:
+        """Every row count again (the width or the mode changed): costs the lines kept."""
+        self._reset_rows()
+        if self.wrap:
+            end, rows, ends = 0, self._line_rows, self._ends
+            for ln in self.lines._d:
+                end += rows(ln[1])
+                ends.append(end)
+        self._cache.clear()
+
+    def _drop_rows(self, n: int) -> int:
+        """Forget the first ``n`` lines' rows (they fell off the buffer); returns their rows."""
+        if n <= 0 or not self.wrap:
+            return n
+        head = self._head + n
+        row0 = self._ends[head - 1]
+        dropped, self._row0, self._head = row0 - self._row0, row0, head
+        if head > _COMPACT and head * 2 > len(self._ends):
+            del self._ends[:head]
+            self._head = 0
+        return dropped
+
+    @property
+    def row_count(self) -> int:
+        """Rows of all kept lines: the virtual height."""
+        if not self.wrap:
+            return len(self.lines)
+        return self._ends[-1] - self._row0 if len(self._ends) > self._head else 0
+
+    def line_at(self, row: int) -> tuple[int, int]:
+        """``(line index, row within that line)`` of view row ``row`` (clamped to the rows)."""
+        n = len(self.lines)
+        if not self.wrap or not n:
+            return max(0, min(row, n - 1)), 0
+        row = max(0, min(row, self.row_count - 1))
+        i = bisect_right(self._ends, self._row0 + row, self._head) - self._head
+        return i, row - self.row_of(i)
+
+    def row_of(self, index: int) -> int:
+        """The view row where line ``index`` begins."""
+        if not self.wrap:
+            return max(0, index)
+        if index <= 0:
+            return 0
+        return self._ends[self._head + index - 1] - self._row0
+
+    def rows_of(self, index: int) -> int:
+        """Rows line ``index`` takes (1 when not wrapping)."""
+        if not self.wrap:
+            return 1
+        return self._ends[self._head + index] - self._row0 - self.row_of(index)
+
+    def _set_virtual(self) -> None:
+        if self.wrap:
+            self.virtual_size = Size(self._wrap_w, self.row_count)
+        else:
+            self.virtual_size = Size(self._width, len(self.lines))
+
+    def _keep_in_sight(self, anchor: tuple[str, int, int] | None) -> None:
+        """Scroll to ``anchor``: ``("end", 0, 0)`` the end, ``("line", key, row)`` that row
+        of the line ``key`` (``_base`` + index; the first kept line if it fell off)."""
+        if anchor is None:
+            return
+        kind, key, sub = anchor
+        if kind == "end":
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            return
+        i = key - self._base
+        if i < 0:
+            i, sub = 0, 0
+        if i >= len(self.lines):
+            return
+        y = self.row_of(i) + min(sub, self.rows_of(i) - 1)
+        self.scroll_to(y=y, animate=False, immediate=True)
+
+    def _anchor_now(self, following: bool) -> tuple[str, int, int]:
+        if following:
+            return ("end", 0, 0)
+        i, sub = self.line_at(int(self.scroll_y))
+        return ("line", self._base + i, sub)
+
+    def wrap_at(self, width: int) -> None:
+        """Wrap at ``width`` cells (the view's width less its vertical scrollbar; the view does
+        this itself when resized): every row count again."""
+        self._wrap_w = width
+        self._recount()
+        self._set_virtual()
+
+    def set_wrap(self, on: bool, *, follow: bool) -> None:
+        """Wrap long lines (``on``) or not; keeps the end in sight when ``follow``, else the
+        line at the top of the view."""
+        if on == self.wrap:
+            return
+        anchor = self._anchor_now(follow) if self.lines else None
+        self.wrap = on
+        self.wrap_at(self.scrollable_content_region.width)
+        if on:
+            self.scroll_to(x=0, animate=False, immediate=True)
+        self._keep_in_sight(anchor)
+        self.refresh()
+
+    def reveal(self, index: int, query: str = "", context: int = 2) -> None:
+        """Scroll line ``index`` into view, ``context`` rows above it; wrapped, the row holding
+        the first match of ``query`` (case-insensitive) is in view too."""
+        first = self.row_of(index)
+        target = first
+        if self.wrap and query and 0 <= index < len(self.lines):
+            text = _clean(self.lines.raw(index)[1])
+            at = text.lower().find(query.lower())
+            if at >= 0:
+                target = first + bisect_right(row_starts(text, self._wrap_w), at) - 1
+        y = max(0, first - context)
+        height = self.scrollable_content_region.height or self.size.height
+        if height and target >= y + height:
+            y = max(0, target - height + min(2, height))
+        self.scroll_to(y=y, animate=False)
 
     def extend(self, lines: Iterable[tuple], *, follow: bool) -> int:
         """Append lines (oldest first; :class:`ShownLine` or its plain tuples); scroll to the end
@@ -106,18 +290,37 @@ class LogView(ScrollView, can_focus=True):
         dropped = max(0, len(self.lines) + len(lines) - maxlen)
         self._base += dropped
         self.lines.extend(lines)
+        rows_dropped = self._drop_rows(dropped)
         w = self._width
-        for ln in lines:
-            t = ln[1]  # text
-            n = len(t) if t.isascii() and "\t" not in t else cell_len(_clean(t))
-            if n > w:
-                w = n
+        if self.wrap:
+            ww = self._wrap_w
+            cont = max(1, ww - WRAP_INDENT)
+            ends = self._ends
+            end = ends[-1] if len(ends) > self._head else self._row0
+            for ln in lines:
+                t = ln[1]  # text
+                if t.isascii() and "\t" not in t:
+                    n = len(t)
+                    end += 1 if n <= ww or ww <= 0 else 1 + -(-(n - ww) // cont)
+                else:
+                    c = _clean(t)
+                    n = cell_len(c)
+                    end += len(row_starts(c, ww))
+                ends.append(end)
+                if n > w:
+                    w = n
+        else:
+            for ln in lines:
+                t = ln[1]  # text
+                n = len(t) if t.isascii() and "\t" not in t else cell_len(_clean(t))
+                if n > w:
+                    w = n
         self._width = w
-        self.virtual_size = Size(w, len(self.lines))
+        self._set_virtual()
         if follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
-        elif dropped and self.scroll_y > 0:
-            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
+        elif rows_dropped and self.scroll_y > 0:
+            self.scroll_to(y=max(0, self.scroll_y - rows_dropped), animate=False, immediate=True)
         self.refresh()
         return len(lines)
 
@@ -127,11 +330,24 @@ class LogView(ScrollView, can_focus=True):
         self._base = 0
         self._width = 0
         self._cache.clear()
+        self._reset_rows()
         self.virtual_size = Size(0, 0)
         self.extend(lines, follow=False)
         self.refresh()
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # what is in sight before the new size clamps the scroll position: kept in sight by
+        # on_resize once the lines are wrapped again at the new width
+        if size != self._size and self.lines and self._size.height:
+            self._anchor = self._anchor_now(self.scroll_y >= self.max_scroll_y - 1)
+        return super()._size_updated(size, virtual_size, container_size, layout)
+
     def on_resize(self) -> None:
+        anchor, self._anchor = self._anchor, None
+        width = self.scrollable_content_region.width  # less the vertical scrollbar
+        if self.wrap and width != self._wrap_w:
+            self.wrap_at(width)
+        self._keep_in_sight(anchor)
         if self.pin_end and self.size.height:
             self.pin_end = False
             self.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -217,6 +433,17 @@ class LogView(ScrollView, can_focus=True):
         row = scroll_y + y
         width = self.size.width
         rich_style = self._paint_style or self.rich_style
+        if self.wrap:
+            if row >= self.row_count or row < 0:
+                return Strip.blank(width, rich_style)
+            i, sub = self.line_at(row)
+            rows = self._wrapped_rows(i, rich_style)
+            start, strip = rows[min(sub, len(rows) - 1)]
+            strip = strip.apply_offsets(start, i)
+            if sub:
+                mark = Segment(WRAP_MARK, rich_style + Style(dim=True, meta={"offset": (start, i)}))
+                strip = Strip([mark, *strip], None)
+            return strip.crop_extend(0, width, rich_style)
         if row >= len(self.lines) or row < 0:
             return Strip.blank(width, rich_style)
         strip = self._row_strip(row, rich_style)
@@ -246,6 +473,34 @@ class LogView(ScrollView, can_focus=True):
                 end = len(t)
             t.stylize(self.screen.get_component_rich_style("screen--selection"), start, end)
         return Strip(t.render(self.app.console), t.cell_len)
+
+    def _wrapped_rows(self, index: int, rich_style: Style) -> list[tuple[int, Strip]]:
+        """Line ``index`` cut into its rows: ``(first character, Strip)`` each, without the
+        continuation mark (cached by line, like the unwrapped rows)."""
+        key = self._base + index
+        selection = self.text_selection
+        if selection is None:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+        text, pieces = self._pieces(self.lines.raw(index))
+        if selection is not None:
+            span = selection.get_span(index)
+            if span is not None:
+                start, end = span
+                pieces = _overlay(pieces, [(start, len(text) if end == -1 else end)],
+                                  self.screen.get_component_rich_style("screen--selection"))
+        starts = row_starts(text, self._wrap_w)
+        ascii_ = text.isascii()
+        rows = []
+        for k, s in enumerate(starts):
+            e = starts[k + 1] if k + 1 < len(starts) else len(text)
+            segments = [Segment(text[max(a, s):min(b, e)], rich_style + style if style else rich_style)
+                        for a, b, style in pieces if min(b, e) > max(a, s)]
+            rows.append((s, Strip(segments, e - s if ascii_ else None)))
+        if selection is None:
+            self._cache[key] = rows
+        return rows
 
     # ------------------------------------------------------------------ selection
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
