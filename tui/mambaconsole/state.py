@@ -40,6 +40,9 @@ LOG_SILENT_S = 300.0
 COLLAPSE_LEN = COLLAPSE_ACCEPT_LEN
 COLLAPSE_RUN = COLLAPSE_BATCHES
 
+#: decode lines kept for the Mamba slot estimate (sglang.capacity.HELD_WINDOW)
+RECENT_BATCHES = 16
+
 SOURCES = ("default", "cli", "config", "env", "derived", "overridden")
 
 # ----------------------------------------------------------------------------- events
@@ -528,6 +531,11 @@ class ConsoleState:
         #: runtime values SGLang logged after resolution (the ready summary, the Mamba cap)
         self.runtime_caps: dict[str, Any] = {}
         self.started_up = False
+        # Mamba slot capacity (sglang.capacity): the last decode lines, the pool size the
+        # ``Mamba Cache is allocated`` line printed, the slots per request of the cap warning
+        self.recent_batches: deque[Any] = deque(maxlen=RECENT_BATCHES)
+        self.mamba_pool_slots: int | None = None
+        self.mamba_slots_per_request: int | None = None
 
     @property
     def _parser(self) -> Any:
@@ -725,6 +733,9 @@ class ConsoleState:
         self.metrics_t = None
         self.last_batch = None
         self.batch_t = None
+        self.recent_batches.clear()
+        self.mamba_pool_slots = None
+        self.mamba_slots_per_request = None
 
     def show_log_of(self, run_id: str) -> None:
         """The log pane switches to ``run_id``'s log (run picker): start empty, from byte 0."""
@@ -833,6 +844,7 @@ class ConsoleState:
         if isinstance(e, ev.DecodeBatch):
             self._served_after_error()
             self.last_batch, self.batch_t = e, self.clock()
+            self.recent_batches.append(e)
             alen = e.accept_len
             if alen is None:
                 if not e.spec_enabled:
@@ -851,6 +863,7 @@ class ConsoleState:
             self.budget_gb["weights"] = e.mem_usage_gb
             return {"gpu"}
         if isinstance(e, ev.MambaCacheAllocated) and e.complete and self._rank_ok(e.rank):
+            self.mamba_pool_slots = e.max_mamba_cache_size
             for key, v in (("mamba conv", e.conv_gb), ("mamba ssm", e.ssm_gb), ("mamba spec", e.intermediate_gb)):
                 if v:
                     self.budget_gb[key] = self.budget_gb.get(key, 0.0) + v
@@ -875,6 +888,7 @@ class ConsoleState:
             self.runtime_caps["max_running_requests"] = e.effective
             if e.max_mamba_cache_size is not None:
                 self.runtime_caps["max_mamba_cache_size"] = e.max_mamba_cache_size
+            self.mamba_slots_per_request = e.slots_per_request
             self._compare_live()
             return {"args"}
         if isinstance(e, ev.ReadySummary) and e.max_running_requests is not None:
@@ -1011,6 +1025,17 @@ class ConsoleState:
         (× :func:`dp_ranks`; SGLang 0.5.9+, sglang-observables §5.3), and the caps SGLang logged at
         start-up (``max_running_requests=N`` of the ready summary, ``max_running_requests is
         capped to N by the mamba state cache``)."""
+        live = self.live_values()
+        for row in self.rows:
+            if row.field in live:
+                row.live, row.live_from = live[row.field]
+                row.disagrees = _norm(row.live) != _norm(row.value)
+            else:
+                row.live, row.live_from, row.disagrees = None, "", False
+
+    def live_values(self) -> dict[str, tuple[Any, str]]:
+        """ServerArgs field → (value the live server reports, where it was read), merged as
+        :meth:`_compare_live` describes (last one wins)."""
         live: dict[str, tuple[Any, str]] = {}
         for k, v in (self.dumped_args or {}).items():
             live[k] = (v, "log")
@@ -1026,12 +1051,7 @@ class ConsoleState:
             live["max_running_requests"] = (eff * dp_ranks(info), "scheduler")
         for k, v in self.runtime_caps.items():
             live[k] = (v, "log")
-        for row in self.rows:
-            if row.field in live:
-                row.live, row.live_from = live[row.field]
-                row.disagrees = _norm(row.live) != _norm(row.value)
-            else:
-                row.live, row.live_from, row.disagrees = None, "", False
+        return live
 
 
 def _count(v: Any) -> int | None:

@@ -1,5 +1,31 @@
-"""``mambaconsole inspect FILE [--json]``: what a server log, a /metrics body, a server-info
-JSON or a GPU table says (version, memory budget, acceptance, outcome, findings)."""
+"""``mambaconsole inspect FILE [--json] [--what-if-mamba-slots N]``: what a server log, a
+/metrics body, a server-info JSON or a GPU table says (version, memory budget, acceptance,
+Mamba slot capacity, outcome, findings).
+
+``--json`` key ``capacity`` (logs and server info of hybrid Mamba models, else null; rules and
+SGLang sources in :mod:`mambaconsole.sglang.capacity`):
+
+- ``summary``: the one line the console's speculative pane shows
+  (``held 4.0/req · reserved 5/req · cap 8: 8/40 idle``);
+- ``pool_slots``: Mamba pool slots (``max_mamba_cache_size``); ``cap``: effective
+  ``max_running_requests``; ``requested``: the configured one (null = SGLang's default);
+- ``reserved_per_request``: slots the cap reserves per request; ``reserved_source``:
+  ``"sglang"`` (its cap warning said it), ``"rule"`` (SGLang's rule on the resolved strategy,
+  radix cache and overlap scheduler), ``"inferred"`` (pool // R == cap), or null;
+- ``held_per_request``: slots a running request really holds (decode lines' ``mamba num`` /
+  ``mamba usage`` × pool over running), ``held_tolerance`` (± slots), ``held_lines``;
+- ``idle_at_cap``: slots unused with ``cap`` requests each holding ``held_per_request``;
+  ``used_at_cap``: that use as a fraction of the pool;
+- ``running``, ``queue``: the last decode line; ``peak_running``: the most running seen;
+- ``verdict``: why requests queue, ``"admission cap"``, ``"mamba pool full"``, ``"KV pool
+  full"`` or null; ``verdict_reason``: one line;
+- ``per_slot_gb``: Mamba state (conv + ssm) GB per slot; ``kv_bytes_per_token``: KV pool
+  bytes per token; ``kv_tokens``: KV pool tokens (GB = 1024³ bytes, as SGLang prints);
+- ``what_if_fit_peak``: the what-if for the smallest pool that admits ``peak_running``
+  (null when none is smaller); ``what_if``: the what-if for ``--what-if-mamba-slots N``
+  (null when not asked). A what-if is ``{pool_slots, concurrency, freed_gb, extra_kv_tokens,
+  kv_growth}`` (freed GB negative when the pool grows; kv_growth a fraction of today's pool).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the file to read ('-' for stdin)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--kind", choices=KINDS, help="skip detection: read the file as this kind")
+    parser.add_argument("--what-if-mamba-slots", type=int, metavar="N",
+                        help="also show what --max-mamba-cache-size N would give (concurrency, freed GB, KV tokens)")
 
 
 def _read(name: str) -> bytes:
@@ -61,7 +89,10 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
     m = r["memory_gb"]
     if any(v is not None for v in m.values()):
         lines.append("memory (GB): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items() if v is not None))
-    if r["mamba_slots"] is not None:
+    cap = r.get("capacity")
+    if cap:
+        lines += capacity_lines(cap)
+    elif r["mamba_slots"] is not None:
         lines.append(f"mamba slots: {r['mamba_slots']}")
     c = r["concurrency"]
     if any(v is not None for v in c.values()):
@@ -94,6 +125,37 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
     return "\n".join(lines)
 
 
+def _what_if_line(w: dict) -> str:
+    s = f"what-if --max-mamba-cache-size {w['pool_slots']}: concurrency {_num(w['concurrency'])}"
+    if w["freed_gb"] is not None:
+        s += f", {'frees' if w['freed_gb'] >= 0 else 'takes'} {abs(w['freed_gb']):.3f} GB"
+        if w["extra_kv_tokens"] is not None:
+            s += f" = {w['extra_kv_tokens']:+,} KV tokens"
+            if w["kv_growth"] is not None:
+                s += f" ({w['kv_growth'] * 100:+.1f} %)"
+    return s
+
+
+def capacity_lines(c: dict) -> list[str]:
+    """The readable Mamba capacity lines: held vs reserved slots, the queueing verdict, the
+    per-slot and per-token costs, the what-ifs."""
+    src = {"sglang": "as SGLang said", "rule": "SGLang's rule", "inferred": "pool / cap"}.get(c["reserved_source"])
+    out = ["mamba slots: " + c["summary"] + (f" (reserved: {src})" if src else "")]
+    if c["verdict"] is not None:
+        out.append(f"  queueing: {c['verdict']} ({c['verdict_reason']})")
+    costs = []
+    if c["per_slot_gb"] is not None:
+        costs.append(f"{c['per_slot_gb']:.4f} GB per slot (conv + ssm)")
+    if c["kv_bytes_per_token"] is not None:
+        costs.append(f"KV {c['kv_bytes_per_token']:,.0f} bytes per token")
+    if costs:
+        out.append("  cost: " + ", ".join(costs) + " (GB = 1024³ bytes)")
+    for key in ("what_if_fit_peak", "what_if"):
+        if c.get(key):
+            out.append("  " + _what_if_line(c[key]) + (" (fits the peak running)" if key == "what_if_fit_peak" else ""))
+    return out
+
+
 NOT_SEEN = "—"
 
 
@@ -119,7 +181,10 @@ def _finite(v):
 
 def run(args: argparse.Namespace) -> int:
     text = _read(args.file).decode("utf-8", "replace")
-    result = inspect_text(text, kind=args.kind)
+    n = getattr(args, "what_if_mamba_slots", None)
+    if n is not None and n < 1:
+        raise ConsoleError(f"--what-if-mamba-slots {n}: needs at least 1 slot")
+    result = inspect_text(text, kind=args.kind, what_if_slots=n)
     if args.json:
         print(json.dumps(_finite(result), allow_nan=False))
         return 0

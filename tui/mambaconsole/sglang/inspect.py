@@ -2,7 +2,8 @@
 
 :func:`inspect_text` returns exactly the object documented for ``mambaconsole inspect
 --json`` (issue 3): every key present, None where the input does not tell, numbers as
-SGLang printed them, memory in SGLang's "GB".
+SGLang printed them, memory in SGLang's "GB". ``capacity`` is the Mamba slot picture
+(:meth:`mambaconsole.sglang.capacity.Capacity.as_json` plus ``what_if``) or None.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang import events as E
 from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
+from mambaconsole.sglang.capacity import Capacity, capacity
 from mambaconsole.sglang.server_info import parse_server_info
 from mambaconsole.sglang.summary import Finding, RankMemory, rank_sort_key, summarize
 
@@ -35,7 +37,7 @@ def empty_result(kind: str) -> dict[str, Any]:
         "concurrency": {"requested": None, "effective": None, "slots_per_request": None},
         "last_decode": None,
         "spec": {"enabled": None, "batches": 0, "mean_accept_len": None, "collapsed": False},
-        "server_args": None, "metrics": None, "gpus": [], "findings": [],
+        "server_args": None, "metrics": None, "gpus": [], "findings": [], "capacity": None,
     }
 
 
@@ -121,7 +123,19 @@ def details(text: str, kind: str) -> list[tuple[str, str]]:
     return out
 
 
-def _log(text: str) -> dict[str, Any]:
+def _capacity_json(c: Capacity, what_if_slots: int | None) -> dict[str, Any] | None:
+    """``capacity``: None when neither the pool size nor a decode line's Mamba figure is known
+    (not a hybrid model: 0.5.9-0.5.13 resolve ``no_buffer`` for every model, so the strategy
+    alone says nothing); else the Capacity object with ``what_if`` for ``what_if_slots`` (None when not
+    asked)."""
+    if c.pool_slots is None and c.held is None:
+        return None
+    out = c.as_json()
+    out["what_if"] = c.what_if(what_if_slots).as_json() if what_if_slots is not None else None
+    return out
+
+
+def _log(text: str, what_if_slots: int | None = None) -> dict[str, Any]:
     s = _summary(text)
     out = empty_result("log")
     out["sglang_version"] = s.version
@@ -136,6 +150,7 @@ def _log(text: str) -> dict[str, Any]:
     out["spec"] = s.spec.as_json()
     out["server_args"] = s.last.server_args
     out["findings"] = [f.as_json() for f in s.findings]
+    out["capacity"] = _capacity_json(s.capacity(), what_if_slots)
     return out
 
 
@@ -164,7 +179,7 @@ def _metrics(text: str) -> dict[str, Any]:
     return out
 
 
-def _server_info(text: str) -> dict[str, Any]:
+def _server_info(text: str, what_if_slots: int | None = None) -> dict[str, Any]:
     si = parse_server_info(text)
     out = empty_result("server_info")
     out["sglang_version"] = si.version
@@ -186,6 +201,9 @@ def _server_info(text: str) -> dict[str, Any]:
     if c["requested"] is not None and c["effective"] is not None and c["effective"] < c["requested"]:
         findings.append(Finding("concurrency_capped", f"max_running_requests: requested {c['requested']}, effective {c['effective']}"))
     out["findings"] = [f.as_json() for f in findings]
+    if out["mamba_slots"] is not None:
+        out["capacity"] = _capacity_json(capacity(pool_slots=out["mamba_slots"], cap=c["effective"],
+                                                  requested=c["requested"], args=si.effective_args), what_if_slots)
     return out
 
 
@@ -207,19 +225,19 @@ def _gpu(text: str) -> dict[str, Any]:
     return out
 
 
-def inspect_text(text: str | bytes, kind: str | None = None) -> dict[str, Any]:
-    """The ``inspect --json`` object for a file's content. ``kind`` forces the detection.
-    Raises ConsoleError when the content is not of a readable kind (e.g. JSON that is not
+def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int | None = None) -> dict[str, Any]:
+    """The ``inspect --json`` object for a file's content. ``kind`` forces the detection;
+    ``what_if_slots`` fills ``capacity.what_if`` for ``--max-mamba-cache-size N``. Raises ConsoleError when the content is not of a readable kind (e.g. JSON that is not
     server info)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     kind = kind or detect_kind(text)
     if kind == "server_info":
-        return _server_info(text)
+        return _server_info(text, what_if_slots)
     if kind == "metrics":
         return _metrics(text)
     if kind == "gpu_table":
         return _gpu(text)
     if kind == "log":
-        return _log(text)
+        return _log(text, what_if_slots)
     raise ConsoleError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mambaconsole.sglang import events as E
+from mambaconsole.sglang.capacity import Capacity, Sample, capacity
 from mambaconsole.sglang.spec import SpecStats, spec_stats
 
 __all__ = [
@@ -221,6 +222,22 @@ class LogSummary:
         elif b.summary is not None:
             effective = b.summary.max_running_requests
         return {"requested": requested, "effective": effective, "slots_per_request": slots}
+
+    def capacity(self) -> Capacity:
+        """The last boot's Mamba slot capacity (:mod:`mambaconsole.sglang.capacity`): pool
+        size, effective and requested concurrency, SGLang's stated slots per request, the
+        ``server_args=`` dump for SGLang's rule, the decode lines, and the primary rank's
+        Mamba state (conv + ssm) and KV pool sizes."""
+        b = self.last
+        c = self.concurrency()
+        p = b.primary
+        state = None
+        if p is not None and (p.mamba_conv is not None or p.mamba_ssm is not None):
+            state = (p.mamba_conv or 0.0) + (p.mamba_ssm or 0.0)
+        return capacity(pool_slots=self.mamba_slots(), cap=c["effective"], requested=c["requested"],
+                        stated_slots_per_request=c["slots_per_request"], args=b.server_args,
+                        samples=[Sample.of(d) for d in b.decodes], mamba_state_gb=state,
+                        kv_gb=p.kv_cache if p else None, kv_tokens=p.kv_tokens if p else None)
 
     def last_decode(self) -> dict[str, Any] | None:
         if not self.last.decodes:

@@ -1,5 +1,7 @@
 """Speculative decoding pane: accept length and accept rate over time (sparklines), current
-and mean, throughput, the collapse alarm, and "speculation off" when the run has none.
+and mean, throughput, the collapse alarm, and "speculation off" when the run has none. While
+a run serves: running / queued (with why requests queue), the pools' usage, and the Mamba
+slots a request holds against what the cap reserves (:mod:`mambaconsole.sglang.capacity`).
 
 Accept rate is shown as SGLang printed it; its meaning changed in 0.5.11 (drafts only, bonus
 token excluded; 0.5.9-0.5.10 include the bonus token): the pane says which."""
@@ -12,16 +14,42 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
+from mambaconsole.sglang.capacity import Capacity, Sample, capacity
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.state import ConsoleState, fmt_duration
 from mambaconsole.ui.redraw import set_if_changed
 
 
-def load_text(state: ConsoleState) -> str:
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def capacity_of(state: ConsoleState) -> Capacity | None:
+    """The run's Mamba slot capacity from what the console holds: the recent decode lines, the
+    pool size (the ``Mamba Cache is allocated`` line, else the live or resolved
+    ``max_mamba_cache_size``), the effective ``max_running_requests`` the live server reports
+    (log caps, ``/server_info``), the requested one (the resolution, else the log's dump),
+    SGLang's stated slots per request, and the live ServerArgs over the resolved ones for
+    SGLang's rule. None for a model without Mamba state (no pool size, no ``mamba usage``)."""
+    samples = [Sample.of(b) for b in state.recent_batches]
+    live = {k: v for k, (v, _) in state.live_values().items()}
+    resolved = {r.field: r.value for r in state.rows}
+    args = {**resolved, **live}
+    pool = state.mamba_pool_slots or _int(args.get("max_mamba_cache_size"))
+    if pool is None and not any(x.mamba_usage is not None or x.mamba_num is not None for x in samples):
+        return None
+    requested = _int(resolved.get("max_running_requests", (state.dumped_args or {}).get("max_running_requests")))
+    return capacity(pool_slots=pool, cap=_int(live.get("max_running_requests")), requested=requested,
+                    stated_slots_per_request=state.mamba_slots_per_request, args=args, samples=samples)
+
+
+def load_text(state: ConsoleState, cap: Capacity | None = None) -> str:
     """``running N  queued N`` and, on a second line, ``<usage>``: the last decode batch line's numbers, each labelled with
     the field SGLang printed (``token usage`` of a plain pool; ``full token usage`` and
     ``mamba usage`` of a hybrid one: sglang.events.DecodeBatch); before any decode line, the
-    ``/metrics`` gauges of the same names. "" when neither is known."""
+    ``/metrics`` gauges of the same names. "" when neither is known. With ``cap`` (a hybrid
+    Mamba run): ``queued N (admission cap)`` names why requests queue, and a third line
+    ``slots held 4.0/req · reserved 5/req · cap 8: 8/40 idle``."""
     b = state.last_batch
     if b is not None:
         vals = (("running", b.running), ("queued", b.queue),
@@ -36,7 +64,12 @@ def load_text(state: ConsoleState) -> str:
             vals += (("token usage", m.get("sglang:token_usage")),)
     reqs = "  ".join(f"{label} {v:g}" for label, v in vals if v is not None and label in ("running", "queued"))
     usage = "  ".join(f"{label} {v:.2f}" for label, v in vals if v is not None and label not in ("running", "queued"))
-    return "\n".join(p for p in (reqs, usage) if p)
+    slots = ""
+    if cap is not None and b is not None:
+        if reqs and cap.verdict:
+            reqs += f" ({cap.verdict})"
+        slots = "slots " + cap.line() if cap.line() else ""
+    return "\n".join(p for p in (reqs, usage, slots) if p)
 
 
 def rate_meaning(version: str | None) -> str:
@@ -105,7 +138,7 @@ class SpecPane(Vertical):
                              f"bold reverse {c.get('error', 'red')}")
             set_if_changed(spark_len, "data", [p.accept_len for p in pts])
             set_if_changed(spark_thr, "data", [p.throughput for p in pts if p.throughput is not None])
-        load = load_text(state) if live else ""
+        load = load_text(state, capacity_of(state)) if live else ""
         if load:
             stats.append("\n" + load, "dim")
         if not live and stats:
