@@ -235,6 +235,20 @@ def test_log_summary_capacity_from_case15_log():
     assert c.per_slot_gb == pytest.approx((0.10 + 2.90) / 40)  # conv + ssm; intermediate left out
     assert c.kv_bytes_per_token == pytest.approx(6.00 * GB_BYTES / 100000)
     assert c.fit_to_peak() is None  # 8 × 5 = 40: no smaller pool admits the peak
+    f = [x.message for x in summarize(E.parse_text(_case15_log())).findings if x.code == "queueing"]
+    assert f == ["requests queue (3 waiting at 8 running): admission cap; 8 of 40 Mamba slots idle at the cap "
+                 "(requests hold 4.0, the cap reserves 5 per request)"]
+
+
+def test_case26_server_info_extra_buffer_lazy_reserves_4(capsys):
+    """case-26 (/get_server_info, 0.5.19): extra_buffer_lazy, 8 slots; case-08's expected.md: 4 slots
+    per request for extra_buffer_lazy, so 8 // 4 = 2 = the requested 2 (expected.md 5: no cap)."""
+    from mambaconsole.cli import main
+
+    assert main(["inspect", str(CASES / "case-26" / "input.txt"), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)["capacity"]
+    assert (r["pool_slots"], r["reserved_per_request"], r["reserved_source"]) == (8, 4, "rule")
+    assert r["cap"] == r["requested"] == 8 // 4 == 2
 
 
 def test_inspect_prints_capacity(tmp_path, capsys):

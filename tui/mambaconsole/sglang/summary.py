@@ -30,6 +30,9 @@ Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
   lines (SIGQUIT, child crash, ``kill_process_tree``, ``Killed``) follow it before any batch
   line; and any traceback, even a scheduler's, that decode/prefill batch lines follow without
   crash lines in between did not end the server: a request error too, not the outcome.
+- **Queueing**: while the last decode line shows a queue on a hybrid Mamba model, finding
+  ``queueing`` names the limit (:mod:`mambaconsole.sglang.capacity` verdict) and, at the
+  admission cap, the Mamba slots left idle by the cap's reservation.
 - **Failure phase**: ``args`` (before weight loading), ``load`` (weights loading; any OOM
   before ``Load weight end``), ``startup`` (after weights, before serving; warm-up),
   ``runtime`` (after ready, or a scheduler exception after HTTP came up), None when the
@@ -501,6 +504,16 @@ def _findings(s: LogSummary) -> list[Finding]:
     elif c["requested"] is not None and c["effective"] is not None and c["effective"] < c["requested"]:
         out.append(Finding("concurrency_capped", f"max_running_requests: requested {c['requested']}, "
                                                  f"SGLang runs {c['effective']}"))
+    cap = s.capacity()
+    if cap.verdict is not None and (cap.pool_slots is not None or cap.held is not None):
+        msg = f"requests queue ({cap.queue} waiting at {cap.running} running): {cap.verdict}"
+        idle = cap.idle_at_cap
+        if cap.verdict == "admission cap" and idle is not None and idle >= 1 and cap.held and cap.reserved:
+            msg += (f"; {idle:.0f} of {cap.pool_slots} Mamba slots idle at the cap (requests hold "
+                    f"{cap.held.per_request:.1f}, the cap reserves {cap.reserved} per request)")
+        else:
+            msg += f" ({cap.verdict_reason})"
+        out.append(Finding("queueing", msg))
     for f in b.deprecated_flags:
         out.append(Finding("flag_renamed", f"{f.old} is deprecated; use {f.new}"))
     # per-rank lines seen on some ranks but not others
