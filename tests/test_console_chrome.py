@@ -30,7 +30,7 @@ async def test_zoom_keeps_both_header_lines_in_sight():
         bar = app.query_one(StatusBar)
         before = app.screen._compositor.visible_widgets
         assert bar in before
-        for pane_key, pane_id in (("4", "log"), ("1", "gpu")):
+        for pane_key, pane_id in (("4", "log"), ("1", "gpu"), ("2", "spec"), ("3", "args")):
             await pilot.press(pane_key, "z")
             await pilot.pause(0.05)
             assert app.screen.maximized is app.query_one(f"#{pane_id}")

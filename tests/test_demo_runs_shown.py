@@ -154,9 +154,11 @@ async def test_stopped_run_is_last_seen_and_one_vocabulary(demo_home):
         await pilot.press("S")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.state.status == "dead" and app.state.run.exit_code == 130, timeout=60,
+        await wait_until(pilot, lambda: app.state.status == "stopped" and app.state.run.exit_code == 130, timeout=60,
                          what="the stopped run")
-        await wait_until(pilot, lambda: app.state.phase is None and " ● DEAD exit 130 " in header(app))
+        # a stop is not a crash: STOPPED (this console's stop), the exit code SIGINT gave
+        await wait_until(pilot, lambda: app.state.phase is None and " ● STOPPED exit 130 " in header(app))
+        assert "stopped by a console" in header(app)
         await pilot.pause(2.5)
         age = lambda: int(re.search(r"data (\d+) s ago", header(app))[1])  # noqa: E731
         a0 = age()
@@ -165,20 +167,20 @@ async def test_stopped_run_is_last_seen_and_one_vocabulary(demo_home):
         app.bar.refresh_from(app.state)
         assert age() > a0
         text = spec_text(app)
-        assert re.search(r"last seen \d+ s ago \(DEAD exit 130\)", text), text
+        assert re.search(r"last seen \d+ s ago \(STOPPED exit 130\)", text), text
         assert "running " not in text and "queued " not in text and "usage" not in text
         assert "last throughput " in text and "\nthroughput" not in text and not text.startswith("throughput")
         # the same words in the picker and the history
         await pilot.press("r")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "RunPicker")
         ol = app.screen.query_one("OptionList")
-        assert labels()[cur.run_id].endswith("  DEAD exit 130 ← current")
+        assert labels()[cur.run_id].endswith("  STOPPED exit 130 ← current")
         assert labels()[old.run_id].endswith("  OOM exit 137")
         await pilot.press("escape")
         await pilot.press("h")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
         table = app.screen.query_one("DataTable")
-        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["DEAD exit 130", "OOM exit 137"]
+        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["STOPPED exit 130", "OOM exit 137"]
         await pilot.press("escape")
         # relaunching a run that is over only starts a new one
         await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen")

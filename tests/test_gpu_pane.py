@@ -117,3 +117,34 @@ async def test_budget_legend_wraps_between_items_and_other_gets_its_value(tmp_pa
     # without a GPU reading there is no "other" number
     state.gpu = None
     assert not any("other" in ln for ln in pane_text(state, 90))
+
+
+async def test_bar_fits_the_pane_after_every_resize(tmp_path):
+    """The bar is drawn for the pane's width: after the terminal grows (200x60) or shrinks
+    (80x24), and after a zoom and back, the used/total numbers stay whole on the pane's line."""
+    from mambaconsole.ui.app import ConsoleApp
+
+    state, g = await sim_state(tmp_path, used_bytes=53012 * MiB, util=50)
+    want = f"{g['memory_used_mib'] / 1024:.1f}/{g['memory_total_mib'] / 1024:.1f} GiB"
+    app = ConsoleApp(Feed(LocalNode("gpu-node"), HostSettings()), start_workers=False)
+
+    def bar_line() -> str:
+        pane = app.gpu_pane
+        lines = [s.text for s in pane.render_lines(pane.content_region.reset_offset)]
+        return next((ln for ln in lines if "GiB" in ln and "/" in ln), "")
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.gpu = state.gpu
+        app.refresh_panes({"gpu"})
+        for size in ((200, 60), (80, 24), (120, 40)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.1)
+            line = bar_line()
+            assert want in line and "…" not in line, (size, line)
+        await pilot.press("1", "z")
+        await pilot.pause(0.1)
+        assert want in bar_line() and app.screen.maximized is app.gpu_pane
+        wide = bar_line()
+        await pilot.press("z")
+        await pilot.pause(0.1)
+        assert want in bar_line() and bar_line().index(want) < wide.index(want)  # a longer bar zoomed

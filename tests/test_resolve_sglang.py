@@ -391,7 +391,9 @@ def test_cli_json_and_table():
 def test_cli_one_line_errors(tmp_path):
     p = cli("--python", sys.executable, "--", "--model-path", QNEXT)
     assert p.returncode == 1 and p.stdout == ""
-    assert p.stderr.strip() == "mambaconsole: error: cannot import sglang: ModuleNotFoundError: No module named 'sglang'"
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(
+        "mambaconsole: error: cannot import sglang: ModuleNotFoundError: No module named 'sglang'")
+    assert f"with {sys.executable} on " in p.stderr and "--python PATH" in p.stderr  # what to do about it
     liar = tmp_path / "python"
     liar.write_text("#!/bin/sh\ncat >/dev/null\necho 'this is not json'\n")
     liar.chmod(0o755)

@@ -4,6 +4,7 @@ The stand-in server is a small Python script; runs go through LocalNode and thro
 sshd (gpu-node)."""
 
 import json
+import asyncio
 import os
 import subprocess
 import sys
@@ -105,6 +106,19 @@ async def test_stop_escalates_and_records(ssh_home, server_script):
         assert b"got SIGINT" in read(run2.log_path)
         runs = await store.list(adopt=False)
         assert [r.run_id for r in runs] == [run.run_id, run2.run_id]
+        # the stop is kept with the run: later listings say it was stopped, with what
+        assert runs[0].record["stopped"]["signals"] == ["SIGINT", "SIGTERM"]
+        assert runs[0].state_text == "exited 143 (SIGTERM, stopped)"
+        assert runs[1].record["stopped"]["signals"] == ["SIGINT"]
+        # a run that ends by itself was not stopped
+        run3 = await store.start([sys.executable, "-c", "print('bye')"])
+        wait_for(lambda: b"bye" in read(run3.log_path), what="exit")
+        for _ in range(100):
+            done = await store.get(run3.run_id)
+            if done.state == "exited":
+                break
+            await asyncio.sleep(0.05)
+        assert done.state == "exited" and "stopped" not in done.record and done.state_text == "exited 0"
         with pytest.raises(RunError):
             await store.get("no-such-run")
 

@@ -275,3 +275,22 @@ def test_readable_inspect_shows_what_the_cases_expect(capsys):
               "load_weight 6.19", "kv_cache_allocation 0.34", "scheduler_e2e 24.08", "tokenizer_e2e 32.14"):
         assert s in out, s
     assert "not reported" not in out.split("concurrency")[0]  # memory lists what the input has
+
+
+def test_empty_or_foreign_text_is_a_clear_error_not_an_empty_log():
+    """Nothing to read, or text in which no line is SGLang's (a binary, a list of numbers), is
+    refused with one line naming what was expected; ``kind="log"`` reads it anyway."""
+    from mambaconsole.errors import ConsoleError
+    from mambaconsole.sglang.inspect import inspect_text
+
+    for empty in ("", "\n\n  \n", b""):
+        with pytest.raises(ConsoleError, match="empty input"):
+            inspect_text(empty)
+    foreign = "1\n2\n3\nhello world\n\x7fELF\x02\x01\x01 binary garbage\n"
+    with pytest.raises(ConsoleError, match="not an SGLang log"):
+        inspect_text(foreign)
+    forced = inspect_text(foreign, kind="log")
+    assert forced["kind"] == "log" and forced["outcome"] == "unknown"
+    # one enveloped SGLang line is enough (literal 0.5.x envelope, sglang-observables §1)
+    one = inspect_text("noise\n[2026-04-23 07:32:12] Load weight begin. avail mem=94.56 GB\n")
+    assert one["kind"] == "log"

@@ -236,3 +236,15 @@ def test_live_running_request_cap_counts_dp_ranks_as_sglang_does():
         row = st.rows[0]
         assert row.live == want and row.live_from == "scheduler"
         assert row.disagrees == (want != 48)
+
+
+def test_a_run_a_console_stopped_reads_stopped_not_dead():
+    """RunInfo.stopped (the node's stopped.json) makes an ended run "stopped", whatever its exit
+    code or log outcome; while the server still runs it keeps its live word."""
+    from mambaconsole.state import state_label, status_word
+
+    ended = RunInfo("r1", state="exited", exit_code=130, stopped=True)
+    assert status_word(ended) == "stopped" and state_label("stopped", 130) == "STOPPED exit 130"
+    assert status_word(ended, "crashed") == "stopped"  # a traceback after SIGINT is the stop's doing
+    assert status_word(RunInfo("r1", state="exited", exit_code=130)) == "dead"
+    assert status_word(RunInfo("r1", state="running", stopped=True), ready=True) == "ready"

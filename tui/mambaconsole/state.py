@@ -144,6 +144,8 @@ class RunInfo:
     adopted: bool = False
     launched_by: str | None = None
     error: str | None = None  # why the run store says it failed (e.g. the program could not start)
+    #: a console stopped it (``mambaconsole stop``, ``S``, a relaunch): its end is "stopped"
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -218,18 +220,20 @@ class Phase:
 #: the status words of a run whose server may still serve (the others are over)
 LIVE_WORDS = frozenset({"ready", "starting", "adopted"})
 #: status words that carry the exit code once the process has ended
-_WITH_EXIT = frozenset({"dead", "oom", "arg error", "crashed"})
+_WITH_EXIT = frozenset({"dead", "stopped", "oom", "arg error", "crashed"})
 
 
 def status_word(run: RunInfo, outcome: str | None = None, *, ready: bool = False) -> str:
     """The state word of ``run`` in the console's one vocabulary (header, history, run picker;
     ``mambaconsole runs`` prints the node's record instead, as it reads no logs): ``never
-    started``, ``oom``, ``arg error``, ``crashed``, ``dead``
-    (ended otherwise), ``ready``, ``adopted``, ``starting``. ``outcome`` (default
+    started``, ``stopped`` (a console stopped it: :attr:`RunInfo.stopped`), ``oom``, ``arg
+    error``, ``crashed``, ``dead`` (ended otherwise), ``ready``, ``adopted``, ``starting``. ``outcome`` (default
     ``run.outcome``): what the run's log says (sglang.summary's words: ``ready``, ``oom``,
     ``arg_error``, ``crashed``, ``exited``, ``unknown``); ``ready``: the ready line was seen."""
     if run.state == "never_started":
         return "never started"
+    if run.stopped and (run.state in ("exited", "dead") or run.exit_code is not None):
+        return "stopped"  # its end was a console's stop, whatever the log says after SIGINT
     out = outcome if outcome is not None else run.outcome
     if out in ("oom", "crashed"):
         return out

@@ -41,7 +41,9 @@ Ops and their results:
     into the run record: ``peak_mem_mib`` (float, MiB) is the highest used memory of one GPU
     seen while the run was current; the larger of the stored and the new value is kept (two
     consoles on one node both note).
-``stop`` {run_id, int_s, term_s, kill_s} -> run record after the server ended. Signals only a
+``stop`` {run_id, int_s, term_s, kill_s} -> run record after the server ended, with
+    ``stopped`` {at (unix seconds), signals (names sent)} kept in ``runs/<run-id>/stopped.json``
+    and merged into every later record of the run (so its end reads "stopped", not "dead"). Signals only a
     pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv, whose start
     time matches and that runs as this user (real uid; root included): SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
 ``lock`` {holder, pid, stale_s, break_since} -> {"acquired": bool, "lock": {...}}: when not
@@ -212,6 +214,9 @@ def _record(runs, rid):
     noted = _read_json(os.path.join(run_dir, "console.json"), {})
     if isinstance(noted, dict) and isinstance(noted.get("peak_mem_mib"), (int, float)):
         rec["peak_mem_mib"] = noted["peak_mem_mib"]
+    stopped = _read_json(os.path.join(run_dir, "stopped.json"), None)
+    if isinstance(stopped, dict):
+        rec["stopped"] = stopped
     rec.update(run_id=rid, run_dir=run_dir, argv=argv)
     rec.setdefault("log_path", os.path.join(run_dir, "log"))
     pid = st.get("pid")
@@ -576,6 +581,11 @@ def op_stop(req):
         raise Fail("run %s is another user's server (pid %d, uid %s%s); not signalling it"
                    % (rec["run_id"], pid, uid, "/" + (_user_name(uid) or "?")))
     group = rec.get("pgid") == pid
+    # said before the first signal: the server's exit is then this stop's doing, whatever
+    # its exit code or last log lines (SGLang may print a traceback on SIGINT)
+    stop_path = os.path.join(runs, rec["run_id"], "stopped.json")
+    stopped = {"at": time.time(), "signals": []}
+    _write_json(stop_path, stopped)
     steps = [(signal.SIGINT, float(req.get("int_s", 30))), (signal.SIGTERM, float(req.get("term_s", 10))),
              (signal.SIGKILL, float(req.get("kill_s", 5)))]
     sent = []
@@ -592,6 +602,8 @@ def op_stop(req):
         except PermissionError as exc:
             raise Fail("cannot signal pid %d: %s" % (pid, exc.strerror))
         sent.append(sig.name)
+        stopped["signals"] = sent
+        _write_json(stop_path, stopped)
         if _wait_gone(pid, ticks, wait):
             break
     # let the wrapper record the exit code

@@ -50,7 +50,15 @@ def run(args: argparse.Namespace) -> int:
     env = _env(args.env)
     if not args.params and not sglang_args:
         raise UsageError("give the SGLang flags after --, e.g. mambaconsole resolve -- --model-path M")
-    result = asyncio.run(_fetch(args.host, args.python, sglang_args, env, args.params, args.timeout))
+    from mambaconsole.resolve import ResolveError
+
+    try:
+        result = asyncio.run(_fetch(args.host, args.python, sglang_args, env, args.params, args.timeout))
+    except ResolveError as exc:
+        if "cannot import sglang" in str(exc):  # the python given is not the server's
+            raise ResolveError(f"{exc} (with {args.python} on {args.host}: give the server's python, "
+                               f"--python PATH; `mambaconsole doctor {args.host} --python PATH` checks one)") from None
+        raise
     if args.json or args.params:
         if args.params and not args.json:
             _print_params(result)

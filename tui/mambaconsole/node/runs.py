@@ -113,11 +113,16 @@ class Run:
 
     @property
     def state_text(self) -> str:
-        """``running``, ``exited 0``, ``exited 137 (SIGKILL)``, ``adopted``, ..."""
+        """``running``, ``exited 0``, ``exited 137 (SIGKILL)``, ``exited 130 (SIGINT, stopped)``
+        (a console stopped it), ``adopted``, ``gone (stopped)``, ..."""
         never = " (never started)" if self.record.get("never_started") else ""
+        stopped = isinstance(self.record.get("stopped"), dict)
         if self.state == "exited":
             sig = self.record.get("signal")
-            return f"exited {self.exit_code}" + (f" ({sig})" if sig else "") + never
+            notes = [n for n in (sig, "stopped" if stopped else None) if n]
+            return f"exited {self.exit_code}" + (f" ({', '.join(notes)})" if notes else "") + never
+        if stopped and self.state in ("gone", "lost"):
+            return f"{self.state} (stopped)"
         return self.state + never
 
 

@@ -60,10 +60,16 @@ def detect_kind(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def _summary_events(text: str) -> list:
+    """The log's events (:func:`~mambaconsole.sglang.events.parse_text`), parsed once per text."""
+    return E.parse_text(text)
+
+
+@functools.lru_cache(maxsize=1)
 def _summary(text: str):
     """The log's :func:`~mambaconsole.sglang.summary.summarize` result: ``inspect LOG`` reads
     it three times (the JSON shape, :func:`details`, :func:`per_rank_memory`) and parses once."""
-    return summarize(E.parse_text(text))
+    return summarize(_summary_events(text))
 
 
 def per_rank_memory(text: str) -> dict[str, dict[str, Any]]:
@@ -225,13 +231,31 @@ def _gpu(text: str) -> dict[str, Any]:
     return out
 
 
+def _looks_like_log(text: str) -> bool:
+    """Some line of ``text`` is SGLang's: an enveloped line (``[time rank] message``), a
+    message in a known format (a traceback, a ready line, ...), or what the summary reads as
+    an outcome or a failure (an argparse usage error); not only plain text."""
+    if any(ev.time is not None or not isinstance(ev, (E.Text, E.PythonWarning)) for ev in _summary_events(text)):
+        return True
+    s = _summary(text)
+    return s.failure is not None or s.outcome not in (None, "unknown")
+
+
 def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int | None = None) -> dict[str, Any]:
     """The ``inspect --json`` object for a file's content. ``kind`` forces the detection;
-    ``what_if_slots`` fills ``capacity.what_if`` for ``--max-mamba-cache-size N``. Raises ConsoleError when the content is not of a readable kind (e.g. JSON that is not
-    server info)."""
+    ``what_if_slots`` fills ``capacity.what_if`` for ``--max-mamba-cache-size N``. Raises
+    ConsoleError for empty content and when the content is not of a readable kind (JSON that is
+    not server info; text in which nothing is SGLang's, unless ``kind="log"``)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
+    if not text.strip():
+        raise ConsoleError("empty input: nothing to inspect")
+    forced = kind is not None
     kind = kind or detect_kind(text)
+    if kind == "log" and not forced and not _looks_like_log(text):
+        raise ConsoleError("not an SGLang log, server info, /metrics or GPU table: no line is in SGLang's log "
+                           "format ([YYYY-MM-DD HH:MM:SS] message) or a known SGLang message "
+                           "(--kind log reads it as a log anyway)")
     if kind == "server_info":
         return _server_info(text, what_if_slots)
     if kind == "metrics":

@@ -64,7 +64,7 @@ def run_info(run: Run) -> RunInfo:
         log_path=run.log_path, log_mtime=num("log_mtime"), log_idle_s=num("log_idle_s"),
         time_to_ready=num("time_to_ready"),
         peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
-        launched_by=rec.get("launched_by"), error=rec.get("error"),
+        launched_by=rec.get("launched_by"), error=rec.get("error"), stopped=isinstance(rec.get("stopped"), dict),
     )
 
 

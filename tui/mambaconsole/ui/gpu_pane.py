@@ -55,10 +55,12 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
             out.add_row(Text("memory budget from the run's log:", style="bold"))
             out.add_row(_legend(state, colors, width))
         return out
-    bar_w = max(10, width - 26)
     pids = state.server_pids()
     for g in snap.gpus:
         used_gib, total_gib, frac = gpu_memory(g.used_mib, g.total_mib)
+        numbers = (f" {used_gib:5.1f} GiB used, total unknown" if frac is None
+                   else f" {used_gib:5.1f}/{total_gib:.1f} GiB {frac * 100:3.0f}%")
+        bar_w = max(10, width - len(numbers) - 1)  # the bar fills the line; the numbers stay whole
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"GPU{g.index} ", "bold")
         line.append(g.name[:40])
@@ -90,10 +92,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
             bar.append(" " * used_cells, f"on {colors.get('primary', 'blue')}")
             drawn = used_cells
         bar.append("·" * max(0, cells_left - drawn), "dim")
-        if frac is None:
-            bar.append(f" {used_gib:5.1f} GiB used, total unknown")
-        else:
-            bar.append(f" {used_gib:5.1f}/{total_gib:.1f} GiB {frac * 100:3.0f}%")
+        bar.append(numbers)
         out.add_row(bar)
         hist = state.gpu_history.get(g.index)
         if hist:
@@ -134,7 +133,7 @@ def other_gib(state: ConsoleState) -> list[float]:
 def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text:
     """``budget GiB (SGLang logs "GB" = bytes/1024³): W weights 51.20  K kv 22.08 ... o other 3.10``,
     wrapped at ``width`` cells between items, never inside one (a swatch stays with its label)."""
-    items: list[Text] = [Text(GB_NOTE, "dim")]
+    items: list[Text] = [Text(GB_NOTE if not width or len(GB_NOTE) <= width else "budget GiB:", "dim")]
     for key, var, letter in BUDGET:
         if key in state.budget_gb:
             item = Text(no_wrap=True)
@@ -166,9 +165,19 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
 class GpuPane(Static, can_focus=True):
     """The GPU memory pane (reads :class:`ConsoleState` only)."""
 
+    _state: ConsoleState | None = None
+
     def refresh_from(self, state: ConsoleState) -> None:
-        # called only when the GPU data changed (ConsoleState skips equal samples); a layout
-        # only when the number of rows changed
+        # called only when the GPU data changed (ConsoleState skips equal samples), and on a
+        # resize (the bar and the legend are sized to the width); a layout only when the
+        # number of rows changed
+        self._state = state
         table = gpu_renderable(state, self.size.width or 60, self.app.theme_variables)
         rows = getattr(table, "row_count", None)
         update_static(self, table, key=object(), lines=rows)
+
+    def on_resize(self, _ev) -> None:
+        # zoom, un-zoom, a terminal resize: the bar drawn for the old width would push the
+        # used/total numbers off the pane (or leave half of it empty)
+        if self._state is not None:
+            self.refresh_from(self._state)

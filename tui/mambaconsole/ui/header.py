@@ -13,6 +13,7 @@ _STATE_STYLE = {
     "starting": "bold $warning",
     "adopted": "bold $accent",
     "dead": "bold $error",
+    "stopped": "bold dim",
     "oom": "bold $error",
     "crashed": "bold $error",
     "arg error": "bold $error",
@@ -57,6 +58,9 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
                  f"{': ' + s.connection_detail if s.connection_detail else ''}", styles.get("connection lost", "bold"))
     elif s.phase is not None:
         t.append(f" relaunch: {s.phase.text}", styles.get("starting", "bold"))
+    elif s.status == "stopped":
+        when = s.run.ended if s.run is not None else None
+        t.append(" stopped by a console" + (f" {fmt_duration(max(0.0, s.clock() - when))} ago" if when else ""), "dim")
     elif s.failure:
         t.append(f" {s.failure}", styles.get("dead", "bold"))
     elif s.run is not None and s.run.state == "never_started":

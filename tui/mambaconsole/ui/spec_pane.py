@@ -78,7 +78,7 @@ def rate_meaning(version: str | None) -> str:
     return {DRAFTS_ONLY: "drafts only", WITH_BONUS: "incl. bonus token"}.get(m, "")
 
 
-class SpecPane(Vertical):
+class SpecPane(Vertical, can_focus=True):
     DEFAULT_CSS = """
     SpecPane #spec-stats { height: auto; }
     SpecPane Sparkline { height: 2; margin: 0 1; }
