@@ -561,3 +561,30 @@ def test_sglang_04_batch_lines_with_a_period():
     (d,) = parse_text("[2024-12-10 21:23:46 TP0] Decode batch. #running-req: 1, #token: 2695, "
                       "token usage: 0.03, gen throughput (token/s): 46.48, largest-len: 0, #queue-req: 0, ")
     assert (d.running, d.token, d.token_usage, d.gen_throughput) == (1, 2695, 0.03, 46.48)
+
+
+def test_torch_oom_numbers_in_each_form_of_the_message():
+    """PyTorch's OOM message (c10/cuda/CUDACachingAllocator.cpp): sizes in bytes/KiB/MiB/GiB
+    (powers of 1024), "this process has" or, where PyTorch cannot tell its own process,
+    "Process N has" per process; expected GiB computed here from the printed numbers."""
+    from mambaconsole.sglang.events import torch_oom
+
+    container = ("CUDA out of memory. Tried to allocate 1.25 GiB. GPU 1 has a total capacity of 93.02 GiB of which "
+                 "1.18 GiB is free. Process 2752205 has 91.82 GiB memory in use. Process 77 has 512.00 MiB memory "
+                 "in use. Of the allocated memory 90.63 GiB is allocated by PyTorch, and 120.54 MiB is reserved by "
+                 "PyTorch but unallocated.")
+    o = torch_oom(container)
+    assert (o.gpu, o.tried_gib, o.capacity_gib, o.free_gib) == (1, 1.25, 93.02, 1.18)
+    assert o.in_use_gib == 91.82 + 512 / 1024 and o.allocated_gib == 90.63
+    assert o.reserved_unallocated_gib == 120.54 / 1024 and o.fragmentation is False
+    full = ("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 8.00 GiB of which 0 bytes "
+            "is free. Of the allocated memory 7.51 GiB is allocated by PyTorch, and 315.90 MiB is reserved by "
+            "PyTorch but unallocated.")
+    o = torch_oom(full)
+    assert (o.tried_gib, o.free_gib, o.in_use_gib) == (20 / 1024, 0.0, None)
+    assert o.fragmentation is True  # 315.90 MiB cached, unallocated >= 20 MiB asked
+    assert "fragmentation (expandable_segments may help)" in o.describe()
+    # the first sentence only (older PyTorch, a cut line): what it says, the rest None
+    o = torch_oom("CUDA out of memory. Tried to allocate 980.00 KiB")
+    assert o.tried_gib == 980 / (1 << 20) and o.capacity_gib is None and o.fragmentation is None
+    assert torch_oom("Not enough memory. Please try to increase --mem-fraction-static.") is None

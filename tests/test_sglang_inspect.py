@@ -28,7 +28,10 @@ def inspect(capsys, case: str, name: str = "input.log") -> dict:
     assert set(r["concurrency"]) == {"requested", "effective", "slots_per_request"}
     assert set(r["spec"]) == {"enabled", "batches", "mean_accept_len", "collapsed"}
     if r["failure"] is not None:
-        assert set(r["failure"]) == {"phase", "exception", "message", "rank"}
+        assert set(r["failure"]) == {"phase", "exception", "message", "rank", "oom"}
+        if r["failure"]["oom"] is not None:
+            assert set(r["failure"]["oom"]) == {"tried_gib", "gpu", "capacity_gib", "free_gib", "in_use_gib",
+                                                "allocated_gib", "reserved_unallocated_gib", "fragmentation"}
     if r["last_decode"] is not None:
         assert set(r["last_decode"]) == {"running", "token_usage", "mamba_num", "mamba_usage", "accept_len",
                                          "accept_rate", "graph", "gen_throughput", "queue"}
@@ -120,6 +123,15 @@ def test_case19(capsys):
     assert (f["phase"], f["exception"]) == ("load", "torch.OutOfMemoryError")
     assert "95.08 GiB" in f["message"]
     assert r["memory_gb"]["kv_cache"] is None and r["memory_gb"]["mamba_total"] is None
+    # expected.md item 2: PyTorch's numbers (GiB; 5.54 MiB reserved-unallocated), and item 4:
+    # the fragmentation advice in the message does not apply (5.54 MiB cached < 2.00 GiB asked)
+    oom = f["oom"]
+    assert (oom["gpu"], oom["capacity_gib"], oom["free_gib"], oom["in_use_gib"], oom["allocated_gib"],
+            oom["tried_gib"]) == (0, 95.08, 1.27, 93.27, 92.83, 2.00)
+    assert abs(oom["reserved_unallocated_gib"] - 5.54 / 1024) < 1e-9 and oom["fragmentation"] is False
+    # item 1: before any cache pool, so the cache flags cannot fix it
+    (finding,) = [x["message"] for x in r["findings"] if x["code"] == "oom"]
+    assert "before any KV or Mamba cache pool" in finding and "--mem-fraction-static" in finding
 
 
 def test_case21(capsys):

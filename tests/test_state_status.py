@@ -116,7 +116,7 @@ def test_inspect_request_error_then_crash_lines_is_crashed(tmp_path):
     r = _inspect(tmp_path, lines[:cut] + tail)
     exc, msg = _exception_line(lines).split(": ", 1)
     assert r["outcome"] == "crashed"
-    assert r["failure"] == {"phase": "runtime", "exception": exc, "message": msg, "rank": None}
+    assert r["failure"] == {"phase": "runtime", "exception": exc, "message": msg, "rank": None, "oom": None}
     assert not [f for f in r["findings"] if f["code"] == "request_error"]
 
 
@@ -248,3 +248,25 @@ def test_a_run_a_console_stopped_reads_stopped_not_dead():
     assert status_word(ended, "crashed") == "stopped"  # a traceback after SIGINT is the stop's doing
     assert status_word(RunInfo("r1", state="exited", exit_code=130)) == "dead"
     assert status_word(RunInfo("r1", state="running", stopped=True), ready=True) == "ready"
+
+
+def test_oom_numbers_reach_the_gpu_pane():
+    """case-19 (shared/cases, expected.md item 2): the run died of a PyTorch OOM; the state keeps
+    PyTorch's numbers and the GPU pane says them (the log's budget stops short of the failing
+    allocation), numbers read off the case's message."""
+    from rich.console import Console
+
+    from mambaconsole.ui.gpu_pane import gpu_renderable
+
+    lines = (DATA / "cases" / "case-19" / "input.log").read_text().splitlines()
+    st = _state(lines, state="exited", exit_code=1, pid=42)
+    assert st.status == "oom"
+    o = st.oom_numbers
+    assert (o.tried_gib, o.capacity_gib, o.free_gib, o.in_use_gib, o.allocated_gib) == (2.0, 95.08, 1.27, 93.27, 92.83)
+    console = Console(width=100, record=True, color_system=None, file=open("/dev/null", "w"))
+    console.print(gpu_renderable(st, 100, {}))
+    text = " ".join(console.export_text().split())
+    assert "at the OOM: asked 2.00 GiB on GPU 0 with 1.27 GiB of 95.08 GiB free" in text
+    assert "this process had 93.27 GiB in use" in text and "not fragmentation" in text
+    # a run that did not die of an OOM has none
+    assert _state(["[2026-04-23 07:32:12] Load weight begin. avail mem=94.56 GB"], state="running").oom_numbers is None

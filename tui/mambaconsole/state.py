@@ -490,7 +490,7 @@ class ConsoleState:
         self.ready_seen = False
         self.ready_at: float | None = None
         # tracebacks: (one line "origin: ExcType: message", is OOM)
-        self._crash: tuple[str, bool] | None = None  # SGLang's crash evidence, no batch line since
+        self._crash: tuple | None = None  # SGLang's crash evidence, no batch line since: (line, oom[, numbers])
         self._tb_open: tuple[str, bool] | None = None  # the last traceback, no batch line since
         self._tb_counted = False  # _tb_open is counted in request_errors
         self._prev_request_error: str | None = None
@@ -611,6 +611,15 @@ class ConsoleState:
         if self._crash is not None:
             return self._crash[1]
         return self.failure is not None and self._tb_open is not None and self._tb_open[1]
+
+    @property
+    def oom_numbers(self):
+        """PyTorch's numbers (:class:`mambaconsole.sglang.events.TorchOom`, GiB) of the OOM
+        that ended the run (:attr:`oom_seen`), when its message gave them; else None."""
+        if not self.oom_seen:
+            return None
+        src = self._crash if self._crash is not None else self._tb_open
+        return src[2] if src is not None and len(src) > 2 else None
 
     def lost_for(self) -> float | None:
         if self.connected or self.lost_since is None:
@@ -910,7 +919,7 @@ class ConsoleState:
                     line = f"{e.origin}: {line}"
             else:
                 line = f"{e.origin + ': ' if e.origin else ''}traceback cut before its exception line"
-            tb = (line, bool(e.oom))
+            tb = (line, bool(e.oom), e.oom_numbers)  # (the line shown, an OOM, PyTorch's OOM numbers)
             if self._tb_open is None or e.complete:  # a cut traceback never hides a complete one
                 self._tb_open = tb
             self._tb_counted = False
@@ -922,7 +931,7 @@ class ConsoleState:
                 self._tb_counted = True
                 self.request_errors += 1
                 self.request_error = line
-            return {"header"}
+            return {"header", "gpu"} if e.oom else {"header"}
         if isinstance(e, (ev.SigquitReceived, ev.ChildCrashed, ev.SchedulerDied, ev.WatchdogTimeout)):
             if self._crash is None:
                 self._crash_from_open() or setattr(self, "_crash", (e.message, False))

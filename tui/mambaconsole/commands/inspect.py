@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from mambaconsole.errors import ConsoleError
+from mambaconsole.sglang.events import TorchOom
 from mambaconsole.sglang.inspect import KINDS, details, inspect_text, per_rank_memory
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text
@@ -86,6 +87,8 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
                      + (f" on {f['rank']}" if f["rank"] else ""))
         if f["message"]:
             lines.append("  " + display_text(f["message"].splitlines()[0])[:300])
+        if f.get("oom"):
+            lines.append("  out of memory: " + TorchOom(**{k: v for k, v in f["oom"].items() if k != "fragmentation"}).describe())
     m = r["memory_gb"]
     if any(v is not None for v in m.values()):
         lines.append("memory (GB): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items() if v is not None))

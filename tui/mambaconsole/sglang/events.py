@@ -77,7 +77,7 @@ __all__ = [
     "HttpServerUp", "HttpAccess", "ServerArgsDump", "Traceback", "Frame", "SigquitReceived",
     "ChildCrashed", "SchedulerDied", "KillProcessTree", "WatchdogTimeout", "HealthCheckFailed",
     "RetractRequests", "FlagDeprecated", "EndpointDeprecated", "SettingChanged", "Killed",
-    "LogParser", "parse_line", "parse_lines", "parse_text", "rank_tags", "parse_py_repr",
+    "LogParser", "TorchOom", "torch_oom", "parse_line", "parse_lines", "parse_text", "rank_tags", "parse_py_repr",
     "EVENT_TYPES",
 ]
 
@@ -750,6 +750,11 @@ class Traceback(Event):
         own ``Not enough memory`` / mamba-cache memory errors, else None."""
         return oom_kind(self.exc_type, self.exc_message)
 
+    @property
+    def oom_numbers(self) -> "TorchOom | None":
+        """The numbers of a PyTorch CUDA OOM message (:func:`torch_oom`), else None."""
+        return torch_oom(self.exc_message) if self.oom == "torch" else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class SigquitReceived(Event):
@@ -907,6 +912,104 @@ def oom_kind(exc_type: str | None, message: str | None) -> str | None:
         return "sglang"
     return None
 
+
+# --- PyTorch's CUDA out-of-memory message ----------------------------------------------------
+
+_SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB)"
+_SIZE_UNIT = {"bytes": 1 / (1 << 30), "KiB": 1 / (1 << 20), "MiB": 1 / (1 << 10), "GiB": 1.0}
+_OOM_TRIED = re.compile(r"Tried to allocate " + _SIZE)
+_OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
+_OOM_SELF = re.compile(r"this process has " + _SIZE + r" memory in use")
+_OOM_PROCESS = re.compile(r"Process \d+ has " + _SIZE + r" memory in use")
+_OOM_ALLOCATED = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, and " + _SIZE
+                            + r" is reserved by PyTorch but unallocated")
+
+
+def _gib(m: re.Match, i: int) -> float:
+    return float(m.group(i)) * _SIZE_UNIT[m.group(i + 1)]
+
+
+@dataclass(frozen=True)
+class TorchOom:
+    """The numbers in PyTorch's CUDA out-of-memory message, in GiB (PyTorch's ``format_size``
+    prints bytes / KiB / MiB / GiB, all powers of 1024, two decimals; the message is built in
+    ``c10/cuda/CUDACachingAllocator.cpp``, the same words since PyTorch 2.1): ``CUDA out of
+    memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 95.08 GiB of which 1.27
+    GiB is free. Including non-PyTorch memory, this process has 93.27 GiB memory in use. Of the
+    allocated memory 92.83 GiB is allocated by PyTorch, and 5.54 MiB is reserved by PyTorch but
+    unallocated.`` ``in_use_gib`` is what "this process has" in use (non-PyTorch memory
+    included); where PyTorch cannot tell its own process (a container) it lists ``Process N
+    has X memory in use`` instead, and ``in_use_gib`` is their sum. A number the message does
+    not give (older PyTorch, a cut line) is None."""
+
+    tried_gib: float
+    gpu: int | None = None
+    capacity_gib: float | None = None
+    free_gib: float | None = None
+    in_use_gib: float | None = None
+    allocated_gib: float | None = None
+    reserved_unallocated_gib: float | None = None
+
+    @property
+    def fragmentation(self) -> bool | None:
+        """True when PyTorch's cache held at least the request but could not hand it out (what
+        the message's ``expandable_segments`` advice is about); False when the cached,
+        unallocated memory is smaller than the request (the advice does not apply: the
+        memory is really in use); None when the message does not say."""
+        if self.reserved_unallocated_gib is None:
+            return None
+        return self.reserved_unallocated_gib >= self.tried_gib
+
+    def describe(self) -> str:
+        """One line: ``asked 2.00 GiB on GPU 0 with 1.27 of 95.08 GiB free; this process had
+        93.27 GiB in use (PyTorch 92.83 allocated + 5.54 MiB cached): not fragmentation``."""
+        where = f" on GPU {self.gpu}" if self.gpu is not None else ""
+        out = f"asked {_size(self.tried_gib)}{where}"
+        if self.free_gib is not None and self.capacity_gib is not None:
+            out += f" with {_size(self.free_gib)} of {_size(self.capacity_gib)} free"
+        if self.in_use_gib is not None:
+            out += f"; this process had {_size(self.in_use_gib)} in use"
+            if self.allocated_gib is not None and self.reserved_unallocated_gib is not None:
+                out += f" (PyTorch {_size(self.allocated_gib)} allocated + {_size(self.reserved_unallocated_gib)} cached)"
+        frag = self.fragmentation
+        if frag is True:
+            out += ": PyTorch's cache held the request's size: fragmentation (expandable_segments may help)"
+        elif frag is False:
+            out += ": not fragmentation (less cached than asked): the memory is in use"
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tried_gib": self.tried_gib, "gpu": self.gpu, "capacity_gib": self.capacity_gib,
+                "free_gib": self.free_gib, "in_use_gib": self.in_use_gib, "allocated_gib": self.allocated_gib,
+                "reserved_unallocated_gib": self.reserved_unallocated_gib, "fragmentation": self.fragmentation}
+
+
+def _size(gib: float) -> str:
+    """GiB as PyTorch's message would print it (MiB below 1 GiB)."""
+    return f"{gib:.2f} GiB" if gib >= 1 or gib == 0 else f"{gib * 1024:.2f} MiB"
+
+
+def torch_oom(message: str | None) -> TorchOom | None:
+    """The :class:`TorchOom` numbers of a PyTorch CUDA OOM message, or None when ``message``
+    does not say ``Tried to allocate N``. Never raises."""
+    if not message:
+        return None
+    m = _OOM_TRIED.search(message)
+    if m is None:
+        return None
+    g = _OOM_GPU.search(message)
+    a = _OOM_ALLOCATED.search(message)
+    own = _OOM_SELF.search(message)
+    listed = list(_OOM_PROCESS.finditer(message))
+    return TorchOom(
+        tried_gib=_gib(m, 1),
+        gpu=int(g.group(1)) if g else None,
+        capacity_gib=_gib(g, 2) if g else None,
+        free_gib=_gib(g, 4) if g else None,
+        in_use_gib=_gib(own, 1) if own else (sum(_gib(u, 1) for u in listed) if listed else None),
+        allocated_gib=_gib(a, 1) if a else None,
+        reserved_unallocated_gib=_gib(a, 3) if a else None,
+    )
 
 _GB = r"([-\d.]+)\s*GB"
 

@@ -4,12 +4,15 @@
 --json`` (issue 3): every key present, None where the input does not tell, numbers as
 SGLang printed them, memory in SGLang's "GB". ``capacity`` is the Mamba slot picture
 (:meth:`mambaconsole.sglang.capacity.Capacity.as_json` plus ``what_if``) or None.
+``failure.oom`` (added in session 3): PyTorch's OOM numbers in GiB (``tried_gib``, ``gpu``,
+``capacity_gib``, ``free_gib``, ``in_use_gib``, ``allocated_gib``, ``reserved_unallocated_gib``,
+``fragmentation``; :class:`mambaconsole.sglang.events.TorchOom`), None when the failure is no
+PyTorch OOM.
 """
 
 from __future__ import annotations
 
 import functools
-
 import json
 from typing import Any
 

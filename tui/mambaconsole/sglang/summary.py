@@ -121,7 +121,8 @@ class RankMemory:
 @dataclass(frozen=True)
 class Failure:
     """What ended a boot. ``phase``: args/load/startup/runtime or None; ``exception`` the
-    exception type as printed (``torch.OutOfMemoryError``) or None when not shown."""
+    exception type as printed (``torch.OutOfMemoryError``) or None when not shown; ``oom`` (in
+    the JSON) PyTorch's OOM numbers in GiB (:meth:`E.TorchOom.as_json`) or None."""
 
     phase: str | None
     exception: str | None
@@ -129,8 +130,15 @@ class Failure:
     rank: str | None
     event: E.Event | None = None
 
+    @property
+    def oom(self) -> E.TorchOom | None:
+        """The numbers of a PyTorch CUDA OOM that ended the boot (:class:`E.TorchOom`), else None."""
+        return self.event.oom_numbers if isinstance(self.event, E.Traceback) else None
+
     def as_json(self) -> dict[str, Any]:
-        return {"phase": self.phase, "exception": self.exception, "message": self.message, "rank": self.rank}
+        oom = self.oom
+        return {"phase": self.phase, "exception": self.exception, "message": self.message, "rank": self.rank,
+                "oom": oom.as_json() if oom is not None else None}
 
 
 @dataclass(frozen=True)
@@ -550,7 +558,17 @@ def _findings(s: LogSummary) -> list[Finding]:
         if isinstance(f.event, E.Traceback) and not f.event.complete:
             out.append(Finding("traceback_cut", "the traceback is cut before its exception line: cause not shown"))
         if isinstance(f.event, E.Traceback) and f.event.oom:
-            out.append(Finding("oom", f"out of memory ({f.event.oom}) in phase {f.phase or 'unknown'}"))
+            why = {
+                # case-19: no cache pool was allocated yet: the weights (or their on-the-fly
+                # quantisation) do not fit; the cache knobs size pools that never came
+                "load": "; before any KV or Mamba cache pool: --mem-fraction-static and the Mamba cache flags "
+                        "cannot fix it (more GPUs with --tp, or a smaller or pre-quantised checkpoint)",
+                # after the weights: the pools and the graphs are sized by flags
+                "startup": "; after the weights, while the KV and Mamba cache pools or the CUDA graphs took "
+                           "memory: --mem-fraction-static, --max-mamba-cache-size, --mamba-full-memory-ratio, "
+                           "--mamba-scheduler-strategy and --cuda-graph-max-bs size them",
+            }.get(f.phase or "", "")
+            out.append(Finding("oom", f"out of memory ({f.event.oom}) in phase {f.phase or 'unknown'}{why}"))
     if b.http_up and not b.ready and f is not None and f.phase == "startup":
         out.append(Finding("warmup_failed", "HTTP came up but the warm-up failed; the server never became ready"))
     if b.request_errors:

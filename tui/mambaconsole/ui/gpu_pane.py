@@ -54,6 +54,8 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         if state.budget_gb:
             out.add_row(Text("memory budget from the run's log:", style="bold"))
             out.add_row(_legend(state, colors, width))
+        if state.oom_numbers is not None:
+            out.add_row(Text("at the OOM: " + state.oom_numbers.describe(), style=colors.get("error", "red")))
         return out
     pids = state.server_pids()
     for g in snap.gpus:
@@ -99,6 +101,9 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
             out.add_row(Text("used " + sparkline(hist, bar_w), style=colors.get("primary", "blue")))
     if state.budget_gb:
         out.add_row(_legend(state, colors, width))
+    oom = state.oom_numbers
+    if oom is not None:  # what PyTorch said at the failing allocation (the budget may stop short of it)
+        out.add_row(Text("at the OOM: " + oom.describe(), style=colors.get("error", "red")))
     procs = [p for p in snap.processes]
     if procs:
         out.add_row(Text("PID      GPU    GiB  command", style="bold"))
