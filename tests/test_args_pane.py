@@ -213,3 +213,36 @@ def test_detail_keeps_the_writer_in_sight_whatever_the_value():
     # room enough (a 100-character value in a 200-cell pane): the whole value
     row.value = path[:100]
     assert path[:100] in detail_text(row, None, {}, width=200).plain
+
+
+async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_over():
+    """The `live` filter with nothing differing, a search matching nothing: the note says so
+    (not a bare 0/N); once the run is over, a difference is what its server said while it ran."""
+    from mambaconsole.node.local import LocalNode
+    from mambaconsole.state import RunInfo, RunsListed
+    from mambaconsole.ui.feed import Feed
+    from mambaconsole.ui.settings import HostSettings
+
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        st = app.state
+        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
+        st.resolution = {"fields": {}}
+        st.rows = [ArgRow("page_size", "--page-size", 1, None, "derived"),
+                   ArgRow("max_running_requests", "--max-running-requests", 16, None, "cli")]
+        pane = app.args_pane
+
+        def note() -> str:
+            app.refresh_panes({"args"})
+            return str(pane.query_one("#args-note").render())
+
+        pane.mode = "live"
+        assert "0/2 fields" in note() and "no field differs from what the server reports" in note()
+        pane.mode, pane.query_text = "all", "zzz"
+        assert "no field matches 'zzz' (filter all)" in note()
+        pane.query_text = ""
+        st.rows[1].live, st.rows[1].live_from, st.rows[1].disagrees = 4, "log", True
+        assert "1 differs from the live server" in note()
+        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=0),), "r1"))
+        assert not st.live and "1 differed from the server while it ran" in note()
+        await pilot.pause()

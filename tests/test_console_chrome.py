@@ -88,3 +88,29 @@ async def test_ctrl_s_saves_under_the_user_data_dir_and_says_where(tmp_path, mon
         assert len(saved) == 1 and saved[0].read_text().lstrip().startswith("<svg")
         assert list(cwd.iterdir()) == []
         assert any(str(saved[0]) in str(n.message) for n in app._notifications), list(app._notifications)
+
+
+async def test_spec_sparklines_say_their_scale():
+    """Each sparkline's label gives the range its bars span (lowest–highest value shown) and how
+    many batches, computed here from the decode lines fed in (0.5.11 format, sglang-observables §2)."""
+    from mambaconsole.state import LogLine, LogLines
+
+    lens, thrs = [2.10, 3.40, 1.80, 2.95], [410.5, 388.0, 512.25, 450.0]
+    lines = [f"[2026-04-23 07:32:1{i}] Decode batch, #running-req: 4, #full token: 2048, full token usage: 0.10, "
+             f"mamba num: 8, mamba usage: 0.20, accept len: {a:.2f}, accept rate: 0.60, cuda graph: True, "
+             f"gen throughput (token/s): {t:.2f}, #queue-req: 0" for i, (a, t) in enumerate(zip(lens, thrs))]
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
+        off, batch = 0, []
+        for text in lines:
+            batch.append(LogLine("r1", off, text))
+            off += len(text) + 1
+        app.state.apply(LogLines("r1", tuple(batch)))
+        app.state.flush_log()
+        app.refresh_panes({"spec"})
+        await pilot.pause(0.05)
+        label = str(app.spec_pane.query_one("#len-label").render())
+        assert label == f"accept length  {min(lens):.2f}–{max(lens):.2f} over the last {len(lens)} batches"
+        thr = str(app.spec_pane.query_one("#thr-label").render())
+        assert thr == f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}"

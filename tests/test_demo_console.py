@@ -87,6 +87,13 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
 
         assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change from previous run")])
         await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("OOM exit 137"), what="the first run's outcome")
+        # Enter on the older run: the history closes and the log pane shows that run's log
+        table.move_cursor(row=1)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen", what="the history closed")
+        await wait_until(pilot, lambda: app.state.log_run_id == first.run_id, what="the first run's log")
+        await wait_until(pilot, lambda: any("out of memory" in ln.text.lower() for ln in app.state.log),
+                         what="the OOM in the first run's log")
     # quitting stops the demo's processes
     runs = await Demo(demo_home).make_feed().store.list(adopt=False)
     assert runs and not any(r.alive for r in runs)

@@ -570,29 +570,31 @@ class ConsoleApp(App[int]):
         self.push_screen(HistoryScreen(self.state.runs, self.state.host,
                                        self.state.run.run_id if self.state.run else None,
                                        feed=self.feed if self.start_workers else None, cache=self._summaries,
-                                       peaks=self.state.gpu_peak_mib, current_word=self._current_word()))
+                                       peaks=self.state.gpu_peak_mib, current_word=self._current_word()),
+                         self._show_run_log)
 
     def _current_word(self) -> str | None:
         """The header's status word for the current run (history and run picker use it)."""
         return self.state.status if self.state.run is not None and self.state.connected else None
 
-    def action_pick_run(self) -> None:
-        def picked(run_id: str | None) -> None:
-            if not run_id:
-                return
-            run = next((r for r in self.state.runs if r.run_id == run_id), None)
-            if run is None:
-                return
-            self.state.show_log_of(run_id)
-            self._tail_run = run_id
-            self.tail_log(run, 0)
-            self.refresh_panes({"log", "header"})
+    def _show_run_log(self, run_id: str | None) -> None:
+        """The log pane shows ``run_id``'s log (chosen in the run picker or the history)."""
+        if not run_id:
+            return
+        run = next((r for r in self.state.runs if r.run_id == run_id), None)
+        if run is None:
+            return
+        self.state.show_log_of(run_id)
+        self._tail_run = run_id
+        self.tail_log(run, 0)
+        self.refresh_panes({"log", "header"})
 
+    def action_pick_run(self) -> None:
         from mambaconsole.ui.run_picker import RunPicker
 
         self.push_screen(RunPicker(self.state.runs, self.state.run.run_id if self.state.run else None,
                                    self._current_word(), feed=self.feed if self.start_workers else None,
-                                   cache=self._summaries), picked)
+                                   cache=self._summaries), self._show_run_log)
 
     def action_view_source(self, row) -> None:
         if not row.writer_file or not row.writer_line:

@@ -242,8 +242,19 @@ class ArgsPane(Vertical, can_focus=False):
             note.append(f"{n_over} overridden", source_style("overridden", colors) if n_over else "dim")
             note.append(f"  ·  {n_der} derived")
             if n_dis:
-                note.append(f"  ·  {n_dis} differ{'s' if n_dis == 1 else ''} from the live server",
-                            f"bold {colors.get('warning', 'yellow')}")
+                # a run that is over: what its server said while it ran, not a live server
+                what = "from the live server" if state.live else "from the server while it ran"
+                verb = ("differs" if n_dis == 1 else "differ") if state.live else "differed"
+                note.append(f"  ·  {n_dis} {verb} {what}", f"bold {colors.get('warning', 'yellow')}")
+            if not rows and state.rows and self.query_text:
+                note.append(f"\nno field matches '{self.query_text}' (filter {self.mode})", "dim")
+            elif not rows and state.rows:
+                note.append("\n" + {
+                    "live": "no field differs from what the server reports"
+                            + ("" if state.server_info or state.dumped_args else " (the server has not answered yet)"),
+                    "changed": "SGLang changed no field of this argv",
+                    "non-default": "every field is at SGLang's default",
+                }.get(self.mode, "no field"), "dim")
         self.query_one("#args-note", Static).update(note)
 
     def _layout_columns(self, table: DataTable, flags: list[str], values: list[str], sources: list[str],

@@ -63,8 +63,10 @@ def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
     return list(reversed(rows))
 
 
-class HistoryScreen(Screen[None]):
-    BINDINGS = [Binding("escape,h,q", "close", "Back")]
+class HistoryScreen(Screen[str | None]):
+    """The run history; Enter on a run shows its log in the log pane (dismisses with its id)."""
+
+    BINDINGS = [Binding("escape,h,q", "close", "Back"), Binding("enter", "open_log", "Show its log")]
     DEFAULT_CSS = """
     HistoryScreen #hist-title { height: 1; background: $panel; padding: 0 1; }
     HistoryScreen DataTable { height: 1fr; }
@@ -127,3 +129,12 @@ class HistoryScreen(Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_open_log(self) -> None:
+        t = self.query_one(DataTable)
+        if t.row_count:
+            self.dismiss(t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value)
+
+    def on_data_table_row_selected(self, ev: DataTable.RowSelected) -> None:  # Enter (the table has focus) or a click
+        ev.stop()
+        self.dismiss(ev.row_key.value)

@@ -136,8 +136,15 @@ class SpecPane(Vertical, can_focus=True):
             if state.collapsed:
                 stats.append("\n ⚠ COLLAPSE: accept length ≈ 1.00, drafts all rejected ",
                              f"bold reverse {c.get('error', 'red')}")
-            set_if_changed(spark_len, "data", [p.accept_len for p in pts])
-            set_if_changed(spark_thr, "data", [p.throughput for p in pts if p.throughput is not None])
+            lens = [p.accept_len for p in pts]
+            thrs = [p.throughput for p in pts if p.throughput is not None]
+            set_if_changed(spark_len, "data", lens)
+            set_if_changed(spark_thr, "data", thrs)
+            # the sparklines' scale: each bar is one decode batch, from the lowest to the highest value shown
+            set_label(self.query_one("#len-label", Static),
+                      f"accept length  {min(lens):.2f}–{max(lens):.2f} over the last {len(lens)} batches")
+            set_label(self.query_one("#thr-label", Static),
+                      f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}" if thrs else "gen throughput (token/s)")
         load = load_text(state, capacity_of(state)) if live else ""
         if load:
             stats.append("\n" + load, "dim")
@@ -152,6 +159,13 @@ class SpecPane(Vertical, can_focus=True):
             box.update(stats, layout=shape != getattr(self, "_shape", None) or shape[1])
             self._shown = stats
         self._shape = shape
+
+
+def set_label(label: Static, text: str) -> None:
+    """``label.update(text)`` unless it shows that text already (no repaint per batch)."""
+    if getattr(label, "_label_text", None) != text:
+        label.update(text)
+        label._label_text = text
 
 
 def _rich_color(value: str | None, fallback: str) -> str:
