@@ -124,6 +124,49 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         assert [ln.text for ln in pane._shown] == [t for t in r2 if any(f"line {d}" in t for d in "0123")]
         assert "filter line [0-3]" in status(app) and "search 'OutOfMemory'" in status(app)
         assert not shown(app, "search") and not shown(app, "filter")
+        # ... counting r2's own matches (none current yet), nothing said about r1's lines
+        n2 = sum("OutOfMemory" in t for t in r2 if any(f"line {d}" in t for d in "0123"))
+        assert f"search 'OutOfMemory' {n2} match{'' if n2 == 1 else 'es'} · filter" in status(app), status(app)
+        # lines arriving later are counted as they come
+        write(app, "r2", r2 + ["[2026-11-30 12:02:00] r2 line 1 OutOfMemory late"])
+        await pilot.pause(0.05)
+        assert f"search 'OutOfMemory' {n2 + 1} match{'' if n2 + 1 == 1 else 'es'} · filter" in status(app), status(app)
+
+
+async def test_notes_about_one_runs_log_do_not_stay_on_the_next_one():
+    app = bare_app()
+    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" for i in range(20)] + ["ValueError: boom"]
+    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" for i in range(20)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", r1)
+        await pilot.pause(0.05)
+        app.log_pane.view.focus()
+        await pilot.press("slash", *"memory_pool", "enter")
+        await pilot.pause(0.05)
+        assert "'memory_pool' not found" in status(app)
+        show_run(app, "r1", "r2")
+        write(app, "r2", r2)
+        await pilot.pause(0.05)
+        assert "not found" not in status(app) and "first error" not in status(app)
+        assert "search 'memory_pool' 0 matches" in status(app), status(app)
+
+
+async def test_status_says_paused_as_soon_as_the_view_scrolls_up():
+    app = bare_app()
+    lines = [f"[2026-11-30 12:00:00] line {i}" for i in range(300)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", lines)
+        await pilot.pause(0.05)
+        assert " following " in status(app)
+        app.log_pane.view.focus()
+        await pilot.press("up", "up", "up")
+        await pilot.pause(0.05)  # no new log line, no refresh of the panes: the scroll alone
+        assert " paused " in status(app) and " following " not in status(app)
+        await pilot.press("end")
+        await pilot.pause(0.05)
+        assert " following " in status(app)
 
 
 def access(port: int, path: str, method: str = "GET") -> str:
@@ -168,3 +211,33 @@ async def test_own_polls_hidden_by_default_other_access_lines_dim_a_cycles():
         await pilot.press("a")  # back to hide
         await pilot.pause(0.05)
         assert f"{n_own + 2} poll lines hidden (a)" in status(app)
+
+
+async def test_the_current_match_stands_out_from_the_others():
+    """n/N: the line of the current match draws its match bold and underlined; every other
+    match is reverse only (read off the rendered strips' styles)."""
+    app = bare_app()
+    lines = [f"[2026-11-30 12:00:00] line {i}" + (" OOM here" if i in (3, 6, 9) else "") for i in range(12)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", lines)
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+        view.focus()
+        await pilot.press("slash", *"OOM", "enter")
+        await pilot.pause(0.05)
+
+        def match_styles(i: int):
+            strip = view._row_strip(view.row_of(i), view.rich_style) if not view.wrap else view._wrapped_rows(i, view.rich_style)[0][1]
+            return [(seg.style.bold, seg.style.underline) for seg in strip if seg.text == "OOM"]
+
+        idx = [i for i, ln in enumerate(app.log_pane._shown) if "OOM" in ln.text]
+        cur = app.log_pane._match_at
+        assert cur in idx and "1/3" in status(app)
+        assert match_styles(cur) == [(True, True)]
+        assert all(match_styles(i) == [(False, False)] or match_styles(i) == [(None, None)] for i in idx if i != cur)
+        await pilot.press("n")
+        await pilot.pause(0.05)
+        nxt = app.log_pane._match_at
+        assert nxt != cur and match_styles(nxt) == [(True, True)]
+        assert match_styles(cur) in ([(False, False)], [(None, None)])

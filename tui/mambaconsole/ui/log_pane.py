@@ -134,6 +134,13 @@ class LogPane(Vertical):
         self.view.restyle(colors=self._colors())
         if state.log_generation != self._generation or state.log_run_id != self._run_id:
             self._rebuild(state)
+            # another run's log (or the same log read anew): what the status said about the
+            # lines shown before ("first error", "'x' not found", match 3/7) is void; the
+            # search and filter stay on and count this log's matches
+            self._note = ""
+            self._match_at = None
+            if self.search_text:
+                self._match_info = (0, len(self._matches()))
         else:
             new = state.log_since(self._seen_total, raw=True)  # (offset, text, severity, access)
             self._seen_total = state.log_total
@@ -141,11 +148,21 @@ class LogPane(Vertical):
                 new = [ln for ln in new if self._keep(ShownLine._make(ln))]
             if new:
                 follow = self.following
+                full = len(self._shown) + len(new) > (self._shown.maxlen or LOG_KEEP)  # lines leave at the front
                 added = self.view.extend(new, follow=follow)
                 if follow:
                     self._new = 0
                 else:
                     self._new += added
+                if self.search_text and self._match_info is not None:
+                    if full:  # evicted lines took matches (and the ordinals) with them: count again
+                        self._match_at = None
+                        self.view.set_current(None)
+                        self._match_info = (0, len(self._matches()))
+                    else:
+                        q = self.search_text.lower()
+                        n, total = self._match_info
+                        self._match_info = (n, total + sum(1 for ln in new if q in ln[1].lower()))
         self._update_title(state)
 
     def _rebuild(self, state: ConsoleState, follow: bool = True) -> None:
@@ -195,6 +212,7 @@ class LogPane(Vertical):
         if self._note:
             s.append(f"  {self._note}", c.get("warning", "yellow"))
         self._set_static("#log-status", s)
+        self._status_key = (self.following, self._new)
 
     def _active_text(self) -> str:
         """``search 'OutOfMemory' 3/7 · filter !mem (27 shown)``: the search and filter in force."""
@@ -225,8 +243,14 @@ class LogPane(Vertical):
         if self._state:
             self._update_title(self._state)
 
-    def on_scroll_changed(self) -> None:  # pragma: no cover - visual
-        pass
+    def on_log_view_scrolled(self, _ev: LogView.Scrolled) -> None:
+        """Scrolled up: "paused" at once; back at the end: "following", the new-line count gone."""
+        following = self.following
+        if following and self._new:
+            self._new = 0
+        if self._state is not None and (following, self._new) != getattr(self, "_status_key", None):
+            self._update_title(self._state)
+
 
     def _open(self, which: str, value: str) -> None:
         """Show the ``which`` box ("search"/"filter") prefilled with what is in force."""
@@ -263,6 +287,7 @@ class LogPane(Vertical):
     def set_search(self, text: str) -> None:
         self.search_text = text
         self._match_at = None
+        self.view.set_current(None)
         self._match_info = None
         self.view.restyle(search=text)
         if self._state:
@@ -321,6 +346,7 @@ class LogPane(Vertical):
 
     def _jump(self, idx: int, query: str = "") -> None:
         self._match_at = idx
+        self.view.set_current(idx if query else None)  # a search match: drawn as the current one
         self.view.reveal(idx, query)  # two rows above it; wrapped, the match's own row in view
         if self._state:
             self._update_title(self._state)

@@ -32,6 +32,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
@@ -105,6 +106,10 @@ def _clean(text: str) -> str:
 
 
 class LogView(ScrollView, can_focus=True):
+    class Scrolled(Message):
+        """The view's vertical scroll position changed (the pane's "following"/"paused" and
+        "N new lines" follow it at once, not at the next log line)."""
+
     """The rows of the log pane. ``lines`` (at most ``max_lines``) are what may be shown, after
     the pane's filter; the view renders only the visible rows."""
 
@@ -120,6 +125,7 @@ class LogView(ScrollView, can_focus=True):
         self._width = 0
         self._cache: LRUCache[int, Strip | list[tuple[int, Strip]]] = LRUCache(CACHE_ROWS)
         self.search = ""
+        self._current_key: int | None = None  # _base + index of the current search match's line
         self.access = ACCESS_MODES[0]
         self.palette: dict[str, str] = {}
         self._styles: dict[str, Style] | None = None
@@ -141,6 +147,7 @@ class LogView(ScrollView, can_focus=True):
     def clear(self) -> None:
         self.lines.clear()
         self._base = 0
+        self._current_key = None
         self._width = 0
         self._cache.clear()
         self._reset_rows()
@@ -328,12 +335,18 @@ class LogView(ScrollView, can_focus=True):
         """Replace every line (filter changed, another run's log)."""
         self.lines.clear()
         self._base = 0
+        self._current_key = None
         self._width = 0
         self._cache.clear()
         self._reset_rows()
         self.virtual_size = Size(0, 0)
         self.extend(lines, follow=False)
         self.refresh()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled())
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         # what is in sight before the new size clamps the scroll position: kept in sight by
@@ -386,14 +399,29 @@ class LogView(ScrollView, can_focus=True):
                 "envelope": Style(dim=True),
                 "access": Style(dim=True),
                 "match": Style(reverse=True),
+                "current match": Style(reverse=True, bold=True, underline=True),
             }
             self._search_re = re.compile(re.escape(self.search), re.IGNORECASE) if self.search else None
         return self._styles
 
-    def _pieces(self, line: tuple) -> tuple[str, list[tuple[int, int, Style]]]:
-        """``(text, [(start, end, style), ...])`` for one line: consecutive pieces covering the
-        text, each with its own style (envelope dim, message in its severity colour, a muted
-        access line, search matches reversed over whatever they cross)."""
+    def set_current(self, index: int | None) -> None:
+        """Line ``index`` holds the current search match (``n``/``N``): its matches are drawn
+        bold and underlined on top of the reverse of every match; None: no current match."""
+        key = None if index is None else self._base + index  # stays right as lines leave the front
+        old = self._current_key
+        if old == key:
+            return
+        self._current_key = key
+        for k in (old, key):
+            if k is not None:
+                self._cache.discard(k)
+        self.refresh()
+
+    def _pieces(self, line: tuple, index: int | None = None) -> tuple[str, list[tuple[int, int, Style]]]:
+        """``(text, [(start, end, style), ...])`` for one line (``index`` its position in
+        :attr:`lines`): consecutive pieces covering the text, each with its own style (envelope
+        dim, message in its severity colour, a muted access line, search matches reversed over
+        whatever they cross, those of the current match's line also bold and underlined)."""
         styles = self._style_map()
         text = _clean(line[1])
         n = len(text)
@@ -406,7 +434,8 @@ class LogView(ScrollView, can_focus=True):
         if self._search_re is not None:
             hits = [h.span() for h in self._search_re.finditer(text)]
             if hits:
-                pieces = _overlay(pieces, hits, styles["match"])
+                current = index is not None and self._base + index == self._current_key
+                pieces = _overlay(pieces, hits, styles["current match" if current else "match"])
         return text, pieces
 
     def line_text(self, line: tuple) -> Text:
@@ -458,7 +487,7 @@ class LogView(ScrollView, can_focus=True):
                 return cached
             # Segments straight from the pieces (Text.render's general machinery is most of
             # a row's cost)
-            text, pieces = self._pieces(self.lines.raw(row))
+            text, pieces = self._pieces(self.lines.raw(row), row)
             segments = [Segment(text[a:b], rich_style + style if style else rich_style)
                         for a, b, style in pieces if b > a]
             strip = Strip(segments, len(text) if text.isascii() else None)
@@ -483,7 +512,7 @@ class LogView(ScrollView, can_focus=True):
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
-        text, pieces = self._pieces(self.lines.raw(index))
+        text, pieces = self._pieces(self.lines.raw(index), index)
         if selection is not None:
             span = selection.get_span(index)
             if span is not None:
