@@ -87,8 +87,14 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
 
         assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change from previous run")])
         await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("OOM exit 137"), what="the first run's outcome")
+        # the highlighted run in full under the table: the whole argv change, which the column cuts
+        detail = lambda: str(app.screen.query_one("#hist-detail").render())  # noqa: E731
+        assert f"run {new.run_id}" in " ".join(detail().split())
+        assert "--mamba-full-memory-ratio 0.4" in detail() and "--max-mamba-cache-size 24" in detail()
         # Enter on the older run: the history closes and the log pane shows that run's log
         table.move_cursor(row=1)
+        await pilot.pause(0.05)
+        assert f"run {first.run_id}" in detail() and "first run" in detail()
         await pilot.press("enter")
         await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen", what="the history closed")
         await wait_until(pilot, lambda: app.state.log_run_id == first.run_id, what="the first run's log")

@@ -70,6 +70,7 @@ class HistoryScreen(Screen[str | None]):
     DEFAULT_CSS = """
     HistoryScreen #hist-title { height: 1; background: $panel; padding: 0 1; }
     HistoryScreen DataTable { height: 1fr; }
+    HistoryScreen #hist-detail { height: auto; max-height: 8; padding: 0 1; background: $panel; }
     """
 
     def __init__(self, runs: list[RunInfo], host: str, current: str | None, feed=None,
@@ -88,6 +89,7 @@ class HistoryScreen(Screen[str | None]):
         for c in COLUMNS:
             t.add_column(c, key=c)
         yield t
+        yield Static("", id="hist-detail")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -102,12 +104,38 @@ class HistoryScreen(Screen[str | None]):
         t.clear()
         colors = self.app.theme_variables
         cur = (self.current, self.current_word) if self.current and self.current_word else None
-        for row in history_rows(self.runs, self.cache, self.peaks, cur):
+        rows = history_rows(self.runs, self.cache, self.peaks, cur)
+        for row in rows:
             outcome = row[2]
             ostyle = colors.get("success", "green") if outcome.startswith("READY") else (
                 colors.get("error", "red") if outcome.split(" exit")[0] in ("OOM", "ARG ERROR", "CRASHED", "DEAD", "NEVER STARTED") else "")
             t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), row[1], Text(outcome, style=ostyle),
                       *row[3:7], row[7], key=row[0])
+        self._rows = {row[0]: row for row in rows}
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        """The highlighted run in full under the table: its id, outcome and the whole argv
+        change from the previous run (the table's last column cuts it)."""
+        t = self.query_one(DataTable)
+        rows = getattr(self, "_rows", {})
+        if not t.row_count:
+            self.query_one("#hist-detail", Static).update(Text("no runs on this node yet", style="dim"))
+            return
+        rid = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
+        row = rows.get(rid)
+        if row is None:
+            return
+        d = Text(no_wrap=False)
+        d.append(f"run {rid}", "bold")
+        d.append(f"  {row[2]}  started {row[1]}  to ready {row[3]}  peak {row[4]}  accept len {row[6]}\n")
+        d.append("argv change from the previous run: ", "dim")
+        d.append(row[7] or "(none)")
+        d.append("\nEnter: show its log in the log pane", "dim")
+        self.query_one("#hist-detail", Static).update(d)
+
+    def on_data_table_row_highlighted(self, _ev: DataTable.RowHighlighted) -> None:
+        self._show_detail()
 
     @work(exclusive=True, group="history", exit_on_error=False)
     async def _summarise(self, runs: list[RunInfo]) -> None:
