@@ -56,3 +56,31 @@ async def test_line_batches_joins_lines_split_across_reads():
 
     lines = [ln async for batch in line_batches(read) for ln in batch]
     assert lines == data.split(b"\n")
+
+
+async def test_a_cancelled_run_leaves_no_process_behind(tmp_path):
+    """Cancelling the task awaiting ``run`` (a worker replaced, the console closing) kills the
+    command's process group; it does not run on, holding pipes into a closed event loop."""
+    import asyncio
+    import os
+
+    pid_file = tmp_path / "pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    node = LocalNode()
+    task = asyncio.create_task(node.run([sys.executable, "-c", script], timeout=120))
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail(f"pid {pid} still runs after its run() was cancelled")

@@ -173,10 +173,24 @@ async def test_abandoned_commands_are_killed_on_the_node(ssh_home):
                            cwd=str(ssh_home.home), timeout=5)
         # (on a very busy machine it may have been killed before it wrote its pid: nothing to check)
         second = int(pidfile.read_text()) if pidfile.exists() else first
+        # a command whose caller was cancelled (a worker replaced, the console closing)
+        cancelled_pid = ssh_home.home / "cancelled-pid"
+        task = asyncio.create_task(node.run(
+            ["sh", "-c", "echo $$ > cancelled-pid.tmp; mv cancelled-pid.tmp cancelled-pid; exec sleep 120"],
+            cwd=str(ssh_home.home), timeout=120))
+        for _ in range(600):
+            if cancelled_pid.exists():
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # the node layer has read the remote pid
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        fourth = int(cancelled_pid.read_text())
         # a stream still open when the node is closed
         stream = node.stream_lines([sys.executable, "-u", "-c", code])
         third = int(await stream.__anext__())
-    for pid in (first, second, third):
+    for pid in (first, second, third, fourth):
         for _ in range(3000):
             if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z":
                 break

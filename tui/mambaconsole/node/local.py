@@ -49,6 +49,9 @@ class LocalNode(Node):
         except asyncio.TimeoutError:
             await _kill(proc)
             raise CommandTimeout(f"{self.name}: command timed out after {timeout:g} s") from None
+        except BaseException:  # cancelled (a worker replaced, the app closing): no orphan, no open pipes
+            await _kill(proc)
+            raise
         finally:
             self._procs.discard(proc)
         return CommandResult(proc.returncode, out, err)

@@ -319,6 +319,9 @@ class SSHNode(Node):
             raise CommandTimeout(f"{self.name}: command timed out after {timeout:g} s") from None
         except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
             raise self._lost(exc) from None
+        except asyncio.CancelledError:  # a worker replaced, the console closing: nothing left running
+            await self._kill_remote(proc, pid[0])
+            raise
         finally:
             self._procs.pop(proc, None)
         return CommandResult(proc.returncode, out or b"", err or b"")
