@@ -270,3 +270,23 @@ def test_oom_numbers_reach_the_gpu_pane():
     assert "this process had 93.27 GiB in use" in text and "not fragmentation" in text
     # a run that did not die of an OOM has none
     assert _state(["[2026-04-23 07:32:12] Load weight begin. avail mem=94.56 GB"], state="running").oom_numbers is None
+
+
+def test_a_server_args_dump_is_not_an_error_line_and_E_lands_on_the_traceback():
+    """Every ServerArgs dump holds ``custom_sigquit_handler=None``: it is no error line (it was,
+    and ``E`` jumped to it instead of the traceback); SGLang's SIGQUIT messages still are.
+    The dump is a real one (tests/data/console/sim-ready.log)."""
+    from mambaconsole.state import severity
+
+    dump = next(t for t in (DATA / "console" / "sim-ready.log").read_text().splitlines() if "server_args=ServerArgs(" in t)
+    assert "custom_sigquit_handler" in dump and severity(dump) != "error"
+    for line in ("[2026-04-23 07:32:12] Received sigquit from a child process. It usually means the child failed.",
+                 "[2026-04-23 07:32:12] SIGQUIT received. signum=None, frame=None. It usually means one child failed."):
+        assert severity(line) == "error"
+    lines = [dump, "[2026-04-23 07:32:13] Load weight begin. avail mem=94.56 GB",
+             "[2026-04-23 07:32:14] Scheduler hit an exception: Traceback (most recent call last):",
+             '  File "/x/scheduler.py", line 3277, in run_scheduler_process',
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.56 GiB."]
+    st = _state(lines, state="exited", exit_code=1, pid=42)
+    first = next(ln for ln in st.log if ln.offset == st.first_error_offset)
+    assert "Scheduler hit an exception" in first.text

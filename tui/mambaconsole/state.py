@@ -287,8 +287,11 @@ class SpecPoint(NamedTuple):
     throughput: float | None  # gen throughput, token/s
 
 
+# SIGQUIT: SGLang's two messages (sglang-observables: "Received sigquit from a child process",
+# "SIGQUIT received. signum=..."), not any mention (every ServerArgs dump holds
+# custom_sigquit_handler=None: `E` used to land on the dump instead of the traceback)
 _ERR = re.compile(r"Traceback \(most recent call last\)|(^|\s)[\w.]*(Error|Exception)(:|$)|hit an exception|"
-                  r"out of memory|Not enough memory|\bERROR\b|^Killed|SIGQUIT|sigquit")
+                  r"out of memory|Not enough memory|\bERROR\b|^Killed|SIGQUIT received|Received sigquit")
 _WARN = re.compile(r"\bWARNING\b|\bwarn(ing)?\b|[Dd]eprecat|Disabling|Falling back|Automatically")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
