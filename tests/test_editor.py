@@ -170,7 +170,7 @@ async def test_boolean_rows_show_on_off_and_add_or_remove_the_bare_flag():
         want = PROGRAM[3:] + [a for a in ARGS if a != "--disable-radix-cache"] + ["--speculative-adaptive"]
         assert new == want
         shown = str(ed.query_one("#ed-diff").render())
-        assert "+--speculative-adaptive" in shown and "---disable-radix-cache" in shown
+        assert "+ --speculative-adaptive" in shown and "- --disable-radix-cache" in shown
         assert ed.changed_fields() == ["--disable-radix-cache", "--speculative-adaptive"]
         # the sim's resolver reads the edited argv as SGLang would
         await pilot.press("ctrl+r")
@@ -210,10 +210,12 @@ def test_argv_diff_matches_options_by_field_and_keeps_the_launcher():
     new = prog + ["--model", "m", "--tp-size", "4", "--mamba-radix-cache-strategy", "no_buffer", "--enable-metrics"]
     assert diff(old, new) == [("~", "--tp-size", "2", "4"), ("+", "--enable-metrics", None, None),
                               ("-", "--disable-radix-cache", None, None)]
-    assert diff_text(old, new) == "~--tp-size 2→4  +--enable-metrics  ---disable-radix-cache"
+    assert diff_text(old, new) == "~ --tp-size 2→4  + --enable-metrics  - --disable-radix-cache"
     assert diff_text(old, old) == "unchanged"
     sim = ["py", "-m", "mambaconsole.sim", "--sim-version", "0.5.11", "--model-path", "m"]
     assert split_launch(sim) == (sim[:3], sim[3:])
     assert split_launch(sim[3:]) == ([], sim[3:]) and split_launch([]) == ([], [])
     assert diff_text(sim, ["py", "-m", "mambaconsole.sim", "--sim-version", "0.5.23", "--model-path", "m"]) == \
-        "~--sim-version 0.5.11→0.5.23"
+        "~ --sim-version 0.5.11→0.5.23"
+    # a removed option says the value it had (a newcomer read "---max-mamba-cache-size" as a typo)
+    assert diff_text(sim + ["--max-mamba-cache-size", "24"], sim) == "- --max-mamba-cache-size 24"

@@ -61,15 +61,16 @@ def diff(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = None)
 
 
 def diff_text(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = None) -> str:
-    """One line: ``+--flag v  ~--flag a→b  ---flag`` (``unchanged`` when equal)."""
+    """One line: ``+ --flag v  ~ --flag a→b  - --flag v`` (added, changed, removed with the
+    value it had; ``unchanged`` when equal). The sign stands apart from the flag's own dashes."""
     parts = []
     for kind, k, o, n in diff(old, new, spec):
         if kind == "+":
-            parts.append(f"+{k}" + (f" {n}" if n is not None else ""))
+            parts.append(f"+ {k}" + (f" {n}" if n is not None else ""))
         elif kind == "-":
-            parts.append(f"-{k}")
+            parts.append(f"- {k}" + (f" {o}" if o is not None else ""))
         else:
-            parts.append(f"~{k} {o}→{n}")
+            parts.append(f"~ {k} {o}→{n}")
     return "  ".join(parts) or "unchanged"
 
 

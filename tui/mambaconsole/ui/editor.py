@@ -377,9 +377,9 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 if kind == "~":
                     t.append(f"{k} {o} → {n}", style)
                 elif kind == "+":
-                    t.append(f"+{k}" + (f" {n}" if n is not None else ""), style)
+                    t.append(f"+ {k}" + (f" {n}" if n is not None else ""), style)
                 else:
-                    t.append(f"-{k}", style)
+                    t.append(f"- {k}" + (f" {o}" if o is not None else ""), style)
                 t.append("   ")
         self.query_one("#ed-diff", Static).update(t)
         self._refresh_verdict()
