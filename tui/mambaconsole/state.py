@@ -493,7 +493,7 @@ class ConsoleState:
         self.ready_seen = False
         self.ready_at: float | None = None
         # tracebacks: (one line "origin: ExcType: message", is OOM)
-        self._crash: tuple | None = None  # SGLang's crash evidence, no batch line since: (line, oom[, numbers])
+        self._crash: tuple | None = None  # SGLang's crash evidence, no batch line since: (line, oom, numbers)
         self._tb_open: tuple[str, bool] | None = None  # the last traceback, no batch line since
         self._tb_counted = False  # _tb_open is counted in request_errors
         self._prev_request_error: str | None = None
@@ -622,7 +622,7 @@ class ConsoleState:
         if not self.oom_seen:
             return None
         src = self._crash if self._crash is not None else self._tb_open
-        return src[2] if src is not None and len(src) > 2 else None
+        return src[2] if src is not None else None
 
     def lost_for(self) -> float | None:
         if self.connected or self.lost_since is None:
@@ -937,7 +937,7 @@ class ConsoleState:
             return {"header", "gpu"} if e.oom else {"header"}
         if isinstance(e, (ev.SigquitReceived, ev.ChildCrashed, ev.SchedulerDied, ev.WatchdogTimeout)):
             if self._crash is None:
-                self._crash_from_open() or setattr(self, "_crash", (e.message, False))
+                self._crash_from_open() or setattr(self, "_crash", (e.message, False, None))
             return {"header"}
         if isinstance(e, (ev.KillProcessTree, ev.Killed)) and self._crash is None and self._crash_from_open():
             return {"header"}  # the kill sequence after a traceback: that traceback ended the server

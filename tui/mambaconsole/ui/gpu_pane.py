@@ -54,8 +54,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         if state.budget_gb:
             out.add_row(Text("memory budget from the run's log:", style="bold"))
             out.add_row(_legend(state, colors, width))
-        if state.oom_numbers is not None:
-            out.add_row(Text("at the OOM: " + state.oom_numbers.describe(), style=colors.get("error", "red")))
+        _add_oom_row(out, state, colors)
         return out
     pids = state.server_pids()
     for g in snap.gpus:
@@ -101,9 +100,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
             out.add_row(Text("used " + sparkline(hist, bar_w), style=colors.get("primary", "blue")))
     if state.budget_gb:
         out.add_row(_legend(state, colors, width))
-    oom = state.oom_numbers
-    if oom is not None:  # what PyTorch said at the failing allocation (the budget may stop short of it)
-        out.add_row(Text("at the OOM: " + oom.describe(), style=colors.get("error", "red")))
+    _add_oom_row(out, state, colors)
     procs = [p for p in snap.processes]
     if procs:
         out.add_row(Text("PID      GPU    GiB  command", style="bold"))
@@ -116,6 +113,14 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     elif snap.gpus:
         out.add_row(Text("no process holds GPU memory", style="dim"))
     return out
+
+
+def _add_oom_row(out: Table, state: ConsoleState, colors: dict[str, str]) -> None:
+    """What PyTorch said at the failing allocation of a run that died of an OOM (the log's
+    budget may stop short of it); nothing otherwise."""
+    oom = state.oom_numbers
+    if oom is not None:
+        out.add_row(Text("at the OOM: " + oom.describe(), style=colors.get("error", "red")))
 
 
 def _other_colour(colors: dict[str, str]) -> str:

@@ -17,7 +17,7 @@ from textual.widgets import Sparkline, Static
 from mambaconsole.sglang.capacity import Capacity, Sample, capacity
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.state import ConsoleState, fmt_duration
-from mambaconsole.ui.redraw import set_if_changed
+from mambaconsole.ui.redraw import set_if_changed, update_static
 
 
 def _int(v) -> int | None:
@@ -141,10 +141,11 @@ class SpecPane(Vertical, can_focus=True):
             set_if_changed(spark_len, "data", lens)
             set_if_changed(spark_thr, "data", thrs)
             # the sparklines' scale: each bar is one decode batch, from the lowest to the highest value shown
-            set_label(self.query_one("#len-label", Static),
-                      f"accept length  {min(lens):.2f}–{max(lens):.2f} over the last {len(lens)} batches")
-            set_label(self.query_one("#thr-label", Static),
-                      f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}" if thrs else "gen throughput (token/s)")
+            update_static(self.query_one("#len-label", Static),
+                          f"accept length  {min(lens):.2f}–{max(lens):.2f} over the last {len(lens)} batches", lines=1)
+            update_static(self.query_one("#thr-label", Static),
+                          f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}" if thrs
+                          else "gen throughput (token/s)", lines=1)
         load = load_text(state, capacity_of(state)) if live else ""
         if load:
             stats.append("\n" + load, "dim")
@@ -159,13 +160,6 @@ class SpecPane(Vertical, can_focus=True):
             box.update(stats, layout=shape != getattr(self, "_shape", None) or shape[1])
             self._shown = stats
         self._shape = shape
-
-
-def set_label(label: Static, text: str) -> None:
-    """``label.update(text)`` unless it shows that text already (no repaint per batch)."""
-    if getattr(label, "_label_text", None) != text:
-        label.update(text)
-        label._label_text = text
 
 
 def _rich_color(value: str | None, fallback: str) -> str:
