@@ -10,15 +10,14 @@ baseline. Goal: under 3% of one core.
 from __future__ import annotations
 
 import asyncio
-import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from mambaconsole.node import tmux_server
 from mambaconsole.sim import demo as sim_demo
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.ui.demo import Demo
@@ -56,8 +55,7 @@ async def console(seconds: float) -> float:
             await pilot.pause(seconds)
             return (cpu() - c0) / (time.monotonic() - t0) * 100
     finally:
-        subprocess.run(["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(home / "tmux")},
-                       capture_output=True, timeout=10)
+        tmux_server.kill_server(home / "tmux")
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -11,14 +11,13 @@ is a temp folder (never the user's cache dir).
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from mambaconsole.node import tmux_server
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.ui.demo import Demo
 
@@ -77,8 +76,7 @@ async def main(out: Path) -> None:
             await pilot.pause(2.0)
             app.save_screenshot("history.svg", path=str(out))
     finally:
-        subprocess.run(["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(home / "tmux")},
-                       capture_output=True, timeout=10)
+        tmux_server.kill_server(home / "tmux")
         shutil.rmtree(home, ignore_errors=True)
 
 

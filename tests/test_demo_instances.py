@@ -8,13 +8,14 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from mambaconsole.node import tmux_server
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -37,16 +38,20 @@ def demo_env(tmp_path):
     env.update(XDG_CACHE_HOME=str(base / "c"), MAMBACONSOLE_CONFIG=str(tmp_path / "config.toml"),
                TMUX_TMPDIR=str(base / "tmux"), TERM="xterm-256color")
     # the session outlives its demo windows (a killed console closes its window)
-    subprocess.run(["tmux", "new-session", "-d", "-s", "demos", "-x", "160", "-y", "45", "-n", "hold", "sleep 3600"],
-                   env=env, check=True)
+    tmux(env, "new-session", "-d", "-s", "demos", "-x", "160", "-y", "45", "-n", "hold", "sleep 3600")
     yield base, env
-    subprocess.run(["tmux", "kill-server"], env=env, capture_output=True, timeout=10)
+    tmux_server.kill_server(base / "tmux")
     root = base / "c" / "mambaconsole" / "demo"
     for d in root.glob("*/tmux"):  # a demo left behind by a failed test: its own tmux server
-        subprocess.run(["tmux", "kill-server"], env={**env, "TMUX_TMPDIR": str(d)}, capture_output=True, timeout=10)
+        tmux_server.kill_server(d)
     import shutil
 
     shutil.rmtree(base, ignore_errors=True)
+
+
+def tmux(env: dict, *args: str) -> None:
+    """``tmux ARGS`` on the test's own server (the socket under ``env``'s TMUX_TMPDIR)."""
+    tmux_server.run(env["TMUX_TMPDIR"], *args, env=env, check=True)
 
 
 def _open_demo(env: dict, name: str) -> None:
@@ -54,7 +59,7 @@ def _open_demo(env: dict, name: str) -> None:
     cmd = shlex.join([sys.executable, "-m", "mambaconsole", "--demo"])
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k in ("XDG_CACHE_HOME", "MAMBACONSOLE_CONFIG",
                                                                               "PYTHONPATH", "PATH"))
-    subprocess.run(["tmux", "new-window", "-t", "demos", "-n", name, f"env {exports} {cmd}"], env=env, check=True)
+    tmux(env, "new-window", "-t", "demos", "-n", name, f"env {exports} {cmd}")
 
 
 def _instances(root: Path) -> list[Path]:
@@ -100,7 +105,7 @@ def test_two_demos_side_by_side(demo_env):
         assert f"port={port}" in Path(r["log"]).read_text()
     # q in both: each folder removed
     for w in ("one", "two"):
-        subprocess.run(["tmux", "send-keys", "-t", f"demos:{w}", "q"], env=env, check=True)
+        tmux(env, "send-keys", "-t", f"demos:{w}", "q")
     wait_for(lambda: not _instances(root), timeout=60, what="both demo folders removed")
 
 
@@ -117,5 +122,5 @@ def test_killed_demo_is_cleaned_up_by_the_next(demo_env):
     wait_for(lambda: not _alive(run["pid"]), timeout=30, what="the dead demo's sim gone")
     [second] = wait_for(lambda: _instances(root), what="the second demo's folder")
     assert second != first
-    subprocess.run(["tmux", "send-keys", "-t", "demos:two", "q"], env=env, check=True)
+    tmux(env, "send-keys", "-t", "demos:two", "q")
     wait_for(lambda: not _instances(root), timeout=60, what="the second folder removed")

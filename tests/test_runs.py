@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mambaconsole.node import connect
+from mambaconsole.node import connect, tmux_server
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import LockHeld, RunError, RunStore
 
@@ -44,6 +44,11 @@ def wait_for(pred, timeout=30.0, what="condition"):
             return v
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def tmux(*args: str, **kw) -> subprocess.CompletedProcess:
+    """``tmux ARGS`` on the test's own server (node_home / ssh_home set its TMUX_TMPDIR)."""
+    return tmux_server.run(os.environ["TMUX_TMPDIR"], *args, **kw)
 
 
 def read(path):
@@ -75,11 +80,11 @@ async def test_launch_log_from_first_line_exit_code(node_home, server_script):
         assert log.splitlines()[1] == b"arg 0 'x'"
         # the tmux window stays (remain-on-exit): its dead pane still shows the output and the exit
         def pane_text():
-            return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-S", "-", "-t", run.pane],
-                                  capture_output=True, text=True).stdout
+            return tmux("capture-pane", "-p", "-J", "-S", "-", "-t", run.pane,
+                        capture_output=True, text=True).stdout
 
-        wait_for(lambda: subprocess.run(["tmux", "display-message", "-p", "-t", run.pane, "#{pane_dead}"],
-                                        capture_output=True, text=True).stdout.strip() == "1", what="dead pane")
+        wait_for(lambda: tmux("display-message", "-p", "-t", run.pane, "#{pane_dead}",
+                              capture_output=True, text=True).stdout.strip() == "1", what="dead pane")
         wait_for(lambda: f"run {run.run_id} exited with code 3" in pane_text(), what="exit line in the pane")
         assert pane_text().startswith("first line of the server")
 
@@ -149,13 +154,13 @@ async def test_adopt_server_started_by_hand_in_tmux(ssh_home, tmp_path, server_s
     (pkg / "__init__.py").write_text("")
     (pkg / "launch_server.py").write_text(server_script.read_text())
     # started by hand: a shell in a tmux pane, the user types the command
-    subprocess.run(["tmux", "new-session", "-d", "-s", "byhand", "-x", "150", "-y", "40"], check=True)
+    tmux("new-session", "-d", "-s", "byhand", "-x", "150", "-y", "40", check=True)
     tag = uuid.uuid4().hex  # this machine may run other sglang servers: adopt only ours
     cmd = f"cd {tmp_path / 'fake'} && STANDIN_OBEY=1 {sys.executable} -m sglang.launch_server --port {tag}"
-    subprocess.run(["tmux", "send-keys", "-t", "byhand", cmd, "Enter"], check=True)
+    tmux("send-keys", "-t", "byhand", cmd, "Enter", check=True)
 
     def pane_text():
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", "byhand"], capture_output=True, text=True).stdout
+        return tmux("capture-pane", "-p", "-t", "byhand", capture_output=True, text=True).stdout
 
     wait_for(lambda: "ready" in pane_text(), what="hand-started server")
     async with await connect("gpu-node") as node:
@@ -170,7 +175,7 @@ async def test_adopt_server_started_by_hand_in_tmux(ssh_home, tmp_path, server_s
         log = read(run.log_path)
         assert b"first line of the server" in log  # the scrollback
         # what follows is appended to the same log
-        subprocess.run(["tmux", "send-keys", "-t", "byhand", "C-c", ""], check=True)
+        tmux("send-keys", "-t", "byhand", "C-c", "", check=True)
         wait_for(lambda: b"got SIGINT" in read(run.log_path), what="follow-up output in the adopted log")
         # listing again does not adopt it twice
         wait_for(lambda: not Path(f"/proc/{run.pid}").exists(), what="exit")

@@ -6,15 +6,17 @@ reaches ready and decodes; ``mambaconsole stop`` ends it and the GPU file shows 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
+from mambaconsole.node import tmux_server
 from mambaconsole.sim import demo
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
@@ -43,7 +45,8 @@ def test_demo_loop_through_launch_local(tmp_path, free_port):
     version = "0.5.11"
     home = tmp_path / "home"
     session = f"simtest-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, **demo.demo_env(home))
+    tmux_dir = Path(tempfile.mkdtemp(prefix="mc-loop-"))  # its own tmux server (short: socket paths are limited)
+    env = tmux_server.clean_env(**demo.demo_env(home), TMUX_TMPDIR=str(tmux_dir))
     sim = ["--module", "mambaconsole.sim", "--python", sys.executable, "--session", session,
            "--env", f"MAMBACONSOLE_SIM_GPU_FILE={home / 'sim-gpu.json'}", "--json"]
     head = ["--sim-version", version, "--sim-speed", "50"]
@@ -79,4 +82,5 @@ def test_demo_loop_through_launch_local(tmp_path, free_port):
         run = wait_run(env, third["run_id"], lambda r: r["state"] != "running")
         assert json.loads((home / "sim-gpu.json").read_text())["gpus"][0]["processes"] == []
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        tmux_server.kill_server(tmux_dir)
+        shutil.rmtree(tmux_dir, ignore_errors=True)

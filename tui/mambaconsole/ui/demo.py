@@ -20,11 +20,11 @@ import fcntl
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from mambaconsole.node import tmux_server
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
 from mambaconsole.ui.feed import Feed
@@ -69,7 +69,8 @@ class Demo:
     def apply_env(self) -> None:
         """This process (and so every LocalNode command) uses the demo's home and tmux server."""
         os.environ.update(self.env)
-        os.environ.pop("TMUX", None)
+        for k in tmux_server.TMUX_VARS:
+            os.environ.pop(k, None)
 
     def first_argv(self) -> list[str]:
         """``python -m mambaconsole.sim --sim-... <the seed scenario's first failing SGLang args>``."""
@@ -126,7 +127,7 @@ class Demo:
                             await self.feed.store.stop(run.run_id, int_s=5, term_s=3, kill_s=2)
                 finally:
                     await self.feed.close()
-            subprocess.run(["tmux", "kill-server"], env={**os.environ, **self.env}, capture_output=True, timeout=10)
+            tmux_server.kill_server(self.tmux_dir)
         finally:
             if self.owned:
                 shutil.rmtree(self.home, ignore_errors=True)
@@ -173,8 +174,7 @@ def stale_demos(root: Path) -> list[tuple[Path, int]]:
 
 
 def _kill_tmux(folder: Path) -> None:
-    subprocess.run(["tmux", "kill-server"], env={**os.environ, "TMUX_TMPDIR": str(folder / "tmux")},
-                   capture_output=True, timeout=10)
+    tmux_server.kill_server(folder / "tmux")
 
 
 def run(args) -> int:
