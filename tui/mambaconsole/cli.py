@@ -9,6 +9,8 @@ under :mod:`mambaconsole.commands` and exposes::
     def run(args: argparse.Namespace) -> int    # the exit status
     REST: str                                   # optional: the attribute that gets every
                                                 # word after the first ``--``, verbatim
+    SCREEN: str                                 # optional: a ui/ module whose run(args) is the
+    def wants_screen(args) -> bool              # interactive form, used when wants_screen(args)
 
 Errors derived from :class:`mambaconsole.errors.ConsoleError` are printed as one line
 (``mambaconsole: error: ...``) with the error's exit status; no traceback.
@@ -33,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "inspect": "mambaconsole.commands.inspect",
     "resolve": "mambaconsole.commands.resolve",
     "report": "mambaconsole.commands.report",
+    "fleet": "mambaconsole.commands.fleet",
 }
 
 
@@ -85,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 setattr(args, rest_name, words[cut + 1:])
             else:
                 args = parser.parse_args(words)
+            screen = getattr(module, "SCREEN", None)
+            if screen and module.wants_screen(args):
+                # the command's interactive form lives in ui/ (the command module stays Textual-free)
+                return int(importlib.import_module(screen).run(args) or 0)
             return int(module.run(args) or 0)
         args = _console_parser().parse_args(argv)
         try:

@@ -99,3 +99,18 @@ def load(host: str, overrides: dict | None = None, path: Path | None = None) -> 
         if v is not None and k in known:
             s = replace(s, **{k: _coerce(k, v, f"--{k}")})
     return s
+
+
+def host_ports(path: Path | None = None) -> dict[str, int]:
+    """Every ``[hosts.NAME]`` of the settings (not ``"*"``) → the server's HTTP port it
+    resolves to (its own ``port``, else ``[hosts."*"]``'s, else the default). The fleet view
+    maps a worker URL ``http://NAME:PORT`` to the host ``NAME`` through it."""
+    path = path or config_path()
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConsoleError(f"{path}: {exc}") from None
+    hosts = data.get("hosts", {}) if isinstance(data.get("hosts", {}), dict) else {}
+    return {name: load(name, path=path).port for name in hosts if name != "*"}

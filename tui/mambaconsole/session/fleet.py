@@ -1,0 +1,392 @@
+"""The fleet: every worker behind SGLang's router (or each of several hosts' servers), as the
+router sees it and as the engine itself answers. Headless (httpx + the node layer).
+
+A TARGET is either a router URL (``http://HOST:PORT``: its ``/workers``, ``/get_loads`` and
+``/engine_metrics``) or a host of the settings (``[hosts.NAME]``: the one server on its
+``port``, no router). With ``via`` (an SSH host or ``local``), every URL (the router's and the
+workers' it lists) is as seen from that node and is reached through an SSH port forward.
+
+Per worker, from the engine's own endpoints: ``/health`` (200 healthy, 503 unhealthy, no
+connection: dead), ``/server_info`` (``/get_server_info`` before 0.5.9; version, role from
+``disaggregation_mode``, the ServerArgs for the diff), ``/v1/loads`` (0.5.23+: running, queued,
+accept length, GPU memory) and ``/metrics`` (usage, accept length, TTFT/ITL histograms). What
+the engine does not answer is taken from the router where the router has it, and says so
+(``source``); what neither gives is None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mambaconsole.errors import ConsoleError
+from mambaconsole.sglang import router as smg
+from mambaconsole.sglang.fleet_args import ArgDifference, diff_server_args
+from mambaconsole.sglang.latency import Latency, LatencyWindow
+from mambaconsole.sglang.loads import EngineLoads, parse_v1_loads
+from mambaconsole.sglang.metrics import MetricsSnapshot, parse_metrics
+from mambaconsole.sglang.server_info import ENDPOINTS as SERVER_INFO_PATHS
+from mambaconsole.sglang.server_info import ServerInfo, parse_server_info
+
+__all__ = ["Fleet", "WorkerRow", "Disagreement", "parse_target", "Target"]
+
+#: seconds an HTTP request to a router or an engine may take
+HTTP_TIMEOUT = 3.0
+
+HEALTHY, UNHEALTHY, DEAD, NO_ANSWER = "healthy", "unhealthy", "dead", "no answer"
+
+
+@dataclass(frozen=True)
+class Target:
+    """``kind``: ``router`` (``url``) or ``host`` (``host``: a settings host name)."""
+
+    kind: str
+    url: str | None = None
+    host: str | None = None
+
+
+def parse_target(text: str) -> Target:
+    """``http(s)://...`` → a router; anything else → a host of the settings."""
+    if text.startswith(("http://", "https://")):
+        parts = urlsplit(text)
+        if not parts.hostname or parts.port is None and parts.scheme == "http" and ":" not in parts.netloc:
+            raise ConsoleError(f"{text}: a router URL needs a host and a port, e.g. http://127.0.0.1:30000")
+        return Target("router", url=text.rstrip("/"))
+    if not text or "/" in text:
+        raise ConsoleError(f"{text!r}: not a router URL (http://HOST:PORT) nor a host name")
+    return Target("host", host=text)
+
+
+@dataclass
+class Disagreement:
+    """The router and the engine say different things about ``worker``: ``what`` (health,
+    role, version), ``router`` and ``engine`` what each says."""
+
+    worker: str
+    what: str
+    router: str
+    engine: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"worker": self.worker, "what": self.what, "router": self.router, "engine": self.engine}
+
+
+@dataclass
+class WorkerRow:
+    """One worker. ``url``: as the router names it (or the host's server URL); ``host``: the
+    settings host it maps to (Enter opens the console there), None when no ``[hosts]`` entry
+    matches. ``router_health``: ``healthy`` / ``unhealthy`` / None (not behind a router);
+    ``engine_health``: ``healthy`` / ``unhealthy`` / ``dead`` / ``no answer``, with
+    ``engine_detail`` (HTTP status or the connection error). Numbers: requests, 0..1 usage,
+    GiB, seconds; ``*_source`` says which endpoint a value came from. ``data_age_s``: seconds
+    since the engine last answered (None: never)."""
+
+    url: str
+    role: str = "regular"
+    role_source: str = "router"
+    host: str | None = None
+    router_health: str | None = None
+    router_status: str | None = None
+    engine_health: str = NO_ANSWER
+    engine_detail: str = ""
+    version: str | None = None
+    version_source: str | None = None
+    running: int | None = None
+    queued: int | None = None
+    load_source: str | None = None
+    kv_usage: float | None = None
+    mamba_usage: float | None = None
+    accept_length: float | None = None
+    gpu_weights_gib: float | None = None
+    gpu_kv_gib: float | None = None
+    latency: Latency = field(default_factory=Latency)
+    args: dict[str, Any] | None = None
+    answered_at: float | None = None
+    data_age_s: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        lat = self.latency
+        return {
+            "url": self.url, "role": self.role, "role_source": self.role_source, "host": self.host,
+            "router_health": self.router_health, "router_status": self.router_status,
+            "engine_health": self.engine_health, "engine_detail": self.engine_detail,
+            "version": self.version, "version_source": self.version_source,
+            "running": self.running, "queued": self.queued, "load_source": self.load_source,
+            "kv_usage": self.kv_usage, "mamba_usage": self.mamba_usage, "accept_length": self.accept_length,
+            "gpu_weights_gib": self.gpu_weights_gib, "gpu_kv_gib": self.gpu_kv_gib,
+            "ttft_p50_s": lat.ttft_p50, "ttft_p99_s": lat.ttft_p99,
+            "itl_p50_s": lat.itl_p50, "itl_p99_s": lat.itl_p99,
+            "latency_window_s": lat.window_s, "data_age_s": self.data_age_s,
+        }
+
+
+@dataclass
+class Snapshot:
+    """One poll of the fleet: ``workers``, ``disagreements``, the ServerArgs ``differences``
+    and ``router_errors`` (router URL → what went wrong)."""
+
+    workers: list[WorkerRow]
+    disagreements: list[Disagreement]
+    differences: list[ArgDifference]
+    router_errors: dict[str, str]
+    taken_at: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "workers": [w.as_json() for w in self.workers],
+            "disagreements": [d.as_json() for d in self.disagreements],
+            "args_differences": [{"field": d.field, "between": d.between, "matters": d.matters, "why": d.why,
+                                  "values": {n: v for n, v in d.values}} for d in self.differences],
+            "router_errors": self.router_errors,
+        }
+
+
+def disagreements(row: WorkerRow, engine_role: str | None, router_version: str | None) -> list[Disagreement]:
+    """What the router and the engine disagree on for one worker (the rule, in one place)."""
+    out = []
+    if row.router_health == HEALTHY and row.engine_health != HEALTHY:
+        engine = row.engine_health + (f" ({row.engine_detail})" if row.engine_detail else "")
+        out.append(Disagreement(row.url, "health", HEALTHY, engine))
+    elif row.router_health == UNHEALTHY and row.engine_health == HEALTHY:
+        out.append(Disagreement(row.url, "health", UNHEALTHY, HEALTHY))
+    if engine_role and row.router_health is not None and engine_role != row.role:
+        out.append(Disagreement(row.url, "role", row.role, engine_role))
+    if router_version and row.version_source == "engine" and row.version and router_version != row.version:
+        out.append(Disagreement(row.url, "version", router_version, row.version))
+    return out
+
+
+def _connect_error(exc: BaseException) -> str:
+    """``connection refused`` when the OS refused the connection (nothing listens on the
+    port: the engine's HTTP server is gone), else the error's own words."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or "refused" in str(seen).lower():
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return str(exc) or type(exc).__name__
+
+
+def _role_of(info: ServerInfo | None) -> str | None:
+    if info is None:
+        return None
+    mode = info.effective_args.get("disaggregation_mode", info.internal.get("disaggregation_mode"))
+    if mode in (None, "null", "none"):
+        return "regular" if "disaggregation_mode" in info.effective_args else None
+    return str(mode)
+
+
+class Fleet:
+    """Polls ``targets``. ``hosts``: settings host name → its HTTP port (to map worker URLs
+    to hosts and to reach ``host`` targets); ``via``: the node the URLs are seen from (None:
+    this machine). Use ``async with Fleet(...) as f: snap = await f.poll()``."""
+
+    def __init__(self, targets: list[Target], *, hosts: dict[str, int] | None = None, via: str | None = None,
+                 window_s: float = 60.0, clock=time.monotonic) -> None:
+        if not targets:
+            raise ConsoleError("fleet: give at least one TARGET (a router URL or a host)")
+        self.targets = targets
+        self.hosts = dict(hosts or {})
+        self.via = via
+        self.window_s = window_s
+        self.clock = clock
+        self._nodes: dict[str, Any] = {}
+        self._http = None
+        #: url as shown → (node name or None = this machine, url as seen from that node)
+        self._reach: dict[str, tuple[str | None, str]] = {}
+        self._ports: dict[tuple[str | None, str, int], int] = {}
+        self._windows: dict[str, LatencyWindow] = {}
+        self._answered: dict[str, float] = {}
+
+    async def __aenter__(self) -> "Fleet":
+        import httpx
+
+        self._http = httpx.AsyncClient(timeout=HTTP_TIMEOUT)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+        for node in self._nodes.values():
+            await node.close()
+        self._nodes.clear()
+
+    # ------------------------------------------------------------ reaching URLs
+    async def _local(self, url: str) -> str:
+        """``url`` (as shown) as this machine reaches it: directly, or through an SSH forward
+        on the node it is seen from (``via``, or a host target's own node)."""
+        node_name, remote = self._reach.get(url, (self.via, url))
+        if node_name is None:
+            return remote
+        parts = urlsplit(remote)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        key = (node_name, parts.hostname or "127.0.0.1", port)
+        if key not in self._ports:
+            node = self._nodes.get(node_name)
+            if node is None:
+                from mambaconsole.node import connect
+
+                node = self._nodes[node_name] = await connect(node_name)
+            self._ports[key] = await node.forward_port(port, key[1])
+        return urlunsplit((parts.scheme, f"127.0.0.1:{self._ports[key]}", parts.path, "", ""))
+
+    async def _get(self, url: str, path: str):
+        import httpx
+
+        from mambaconsole.node import NodeError
+
+        try:
+            base = await self._local(url)
+        except NodeError as exc:
+            return str(exc)
+        try:
+            return await self._http.get(base + path)
+        except httpx.TimeoutException:
+            return "timeout"
+        except httpx.ConnectError as exc:
+            return _connect_error(exc)
+        except httpx.HTTPError as exc:
+            return str(exc) or type(exc).__name__
+
+    def host_for(self, url: str) -> str | None:
+        """The settings host a worker URL maps to: a ``[hosts.NAME]`` whose name is the URL's
+        host name and whose ``port`` is the URL's port; with ``via``, a loopback URL maps to
+        the ``via`` host. None when nothing matches."""
+        parts = urlsplit(url)
+        for name, port in self.hosts.items():
+            if name == parts.hostname and port == parts.port:
+                return name
+        if self.via is not None and parts.hostname in ("127.0.0.1", "localhost", "::1"):
+            return self.via
+        if parts.hostname in ("127.0.0.1", "localhost", "::1") and "local" in self.hosts and self.hosts["local"] == parts.port:
+            return "local"
+        return None
+
+    # ------------------------------------------------------------ polling
+    async def _router(self, url: str) -> tuple[list[smg.RouterWorker], dict[str, smg.WorkerLoad], dict[str, MetricsSnapshot], str | None]:
+        r = await self._get(url, "/workers")
+        if isinstance(r, str):
+            return [], {}, {}, f"{url}/workers: {r}"
+        if r.status_code != 200:
+            return [], {}, {}, f"{url}/workers: HTTP {r.status_code}"
+        try:
+            workers = smg.parse_workers(r.content)
+        except ConsoleError as exc:
+            return [], {}, {}, str(exc)
+        loads: dict[str, smg.WorkerLoad] = {}
+        metrics: dict[str, MetricsSnapshot] = {}
+        lr, mr = await asyncio.gather(self._get(url, "/get_loads"), self._get(url, "/engine_metrics"))
+        if not isinstance(lr, str) and lr.status_code == 200:
+            try:
+                loads = smg.parse_loads(lr.content)
+            except ConsoleError:
+                loads = {}
+        if not isinstance(mr, str) and mr.status_code == 200:
+            metrics = smg.split_engine_metrics(mr.content)
+        return workers, loads, metrics, None
+
+    async def _engine(self, url: str) -> tuple[Any, ServerInfo | None, EngineLoads | None, MetricsSnapshot | None]:
+        health, loads_r, metrics_r = await asyncio.gather(
+            self._get(url, "/health"), self._get(url, "/v1/loads"), self._get(url, "/metrics"))
+        info = None
+        if not isinstance(health, str):
+            for path in SERVER_INFO_PATHS:
+                r = await self._get(url, path)
+                if not isinstance(r, str) and r.status_code == 200:
+                    try:
+                        info = parse_server_info(r.content)
+                    except ConsoleError:
+                        info = None
+                    break
+        loads = None
+        if not isinstance(loads_r, str) and loads_r.status_code == 200:
+            try:
+                loads = parse_v1_loads(loads_r.content)
+            except ConsoleError:
+                loads = None
+        metrics = None
+        if not isinstance(metrics_r, str) and metrics_r.status_code == 200:
+            metrics = parse_metrics(metrics_r.content)
+        return health, info, loads, metrics
+
+    def _fill(self, row: WorkerRow, health, info: ServerInfo | None, loads: EngineLoads | None,
+              metrics: MetricsSnapshot | None, rw: smg.RouterWorker | None,
+              router_load: smg.WorkerLoad | None, router_metrics: MetricsSnapshot | None, now: float) -> list[Disagreement]:
+        if isinstance(health, str):
+            row.engine_health = DEAD if health == "connection refused" else NO_ANSWER
+            row.engine_detail = health
+        else:
+            row.engine_health = HEALTHY if health.status_code == 200 else UNHEALTHY
+            row.engine_detail = "" if health.status_code == 200 else f"/health HTTP {health.status_code}"
+            self._answered[row.url] = now
+        engine_role = _role_of(info)
+        if row.router_health is None and engine_role:
+            row.role, row.role_source = engine_role, "engine"
+        version = (loads.version if loads else None) or (info.version if info else None)
+        if version:
+            row.version, row.version_source = version, "engine"
+        elif rw is not None and rw.version:
+            row.version, row.version_source = rw.version, "router (at registration)"
+        if loads is not None and loads.running is not None:
+            row.running, row.queued, row.load_source = loads.running, loads.waiting, "engine /v1/loads"
+        elif metrics is not None and metrics.num_running_reqs is not None:
+            q = metrics.num_queue_reqs
+            row.running, row.queued, row.load_source = int(metrics.num_running_reqs), None if q is None else int(q), "engine /metrics"
+        elif router_load is not None and router_load.running is not None:
+            row.running, row.queued, row.load_source = router_load.running, router_load.waiting, "router /get_loads"
+        m = metrics if metrics is not None else router_metrics
+        if m is not None:
+            row.kv_usage = m.full_token_usage if m.full_token_usage is not None else m.token_usage
+            row.mamba_usage = m.mamba_usage
+            row.accept_length = m.spec_accept_length
+            row.gpu_weights_gib = m.weight_memory_usage_gb
+            row.gpu_kv_gib = m.kv_cache_memory_usage_gb
+            if metrics is not None:
+                self._windows.setdefault(row.url, LatencyWindow(self.window_s)).add(now, metrics)
+        if loads is not None:
+            if loads.accept_length is not None:
+                row.accept_length = loads.accept_length
+            if loads.weight_gib is not None:
+                row.gpu_weights_gib, row.gpu_kv_gib = loads.weight_gib, loads.kv_cache_gib
+        if row.url in self._windows:
+            row.latency = self._windows[row.url].latency()
+        if info is not None:
+            row.args = dict(info.effective_args)
+        if row.url in self._answered:
+            row.data_age_s = round(now - self._answered[row.url], 3)
+        return disagreements(row, engine_role, rw.version if rw else None)
+
+    async def poll(self) -> Snapshot:
+        """One look at every target; never raises for an unreachable router or engine (it
+        is in the snapshot)."""
+        rows: list[WorkerRow] = []
+        found: list[tuple[WorkerRow, smg.RouterWorker | None, smg.WorkerLoad | None, MetricsSnapshot | None]] = []
+        errors: dict[str, str] = {}
+        for t in self.targets:
+            if t.kind == "router":
+                workers, loads, metrics, err = await self._router(t.url)
+                if err:
+                    errors[t.url] = err
+                for w in workers:
+                    row = WorkerRow(url=w.url, role=w.role, role_source="router", host=self.host_for(w.url),
+                                    router_health=None if w.healthy is None else (HEALTHY if w.healthy else UNHEALTHY),
+                                    router_status=w.status)
+                    found.append((row, w, loads.get(w.url) or w.load, metrics.get(w.url)))
+            else:
+                port = self.hosts.get(t.host)
+                if port is None:
+                    raise ConsoleError(f"fleet: host {t.host!r} has no [hosts.{t.host}] section with a port in the settings")
+                url = f"{t.host}:{port}"
+                self._reach[url] = (t.host, f"http://127.0.0.1:{port}")
+                found.append((WorkerRow(url=url, role_source="engine", host=t.host), None, None, None))
+        now = self.clock()
+        engines = await asyncio.gather(*(self._engine(row.url) for row, *_ in found))
+        dis: list[Disagreement] = []
+        for (row, rw, rload, rmetrics), (health, info, loads, metrics) in zip(found, engines):
+            dis += self._fill(row, health, info, loads, metrics, rw, rload, rmetrics, now)
+            rows.append(row)
+        diffs = diff_server_args([(r.url, r.role, r.args) for r in rows])
+        return Snapshot(rows, dis, diffs, errors, time.time())
