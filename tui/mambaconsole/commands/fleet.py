@@ -41,7 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def wants_screen(args: argparse.Namespace) -> bool:
-    return not (args.json or args.once) and sys.stdout.isatty()
+    """The screen on a terminal unless --json/--once (the table where the screen is not built)."""
+    import importlib.util
+
+    return not (args.json or args.once) and sys.stdout.isatty() and importlib.util.find_spec(SCREEN) is not None
 
 
 def fleet_for(args: argparse.Namespace):
