@@ -1,0 +1,148 @@
+"""``mambaconsole fleet`` against the real router: smg from PyPI (the test extra) in front of
+simulated 0.5.23 servers, as a prefill/decode pair and as two replicas. All on 127.0.0.1.
+
+The router is started with ``--prometheus-host 127.0.0.1 --prometheus-port N`` (without them
+it binds 0.0.0.0:29000)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fixtures.sim import pick_free_port
+from mambaconsole import cli
+from mambaconsole.sim import demo
+
+SMG = Path(sys.executable).parent / "smg"
+
+
+def _sim_argv(port: int, *extra: str) -> list[str]:
+    return demo.working_argv("0.5.23", port=port) + list(extra)
+
+
+@pytest.fixture
+def router(tmp_path):
+    procs: list[subprocess.Popen] = []
+
+    def start(*args: str, workers: int) -> str:
+        assert SMG.exists(), f"{SMG} missing: install the test extra (pip install -e '.[test]')"
+        port, prom = pick_free_port(), pick_free_port()
+        log = open(tmp_path / f"router-{port}.log", "wb")
+        proc = subprocess.Popen([str(SMG), "launch", "--host", "127.0.0.1", "--port", str(port),
+                                 "--prometheus-host", "127.0.0.1", "--prometheus-port", str(prom), *args],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        procs.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, (tmp_path / f"router-{port}.log").read_text()[-3000:]
+            try:
+                body = httpx.get(url + "/workers", timeout=2).json()
+                if len(body.get("workers", [])) == workers and all(w.get("is_healthy") for w in body["workers"]):
+                    return url
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.3)
+        raise AssertionError("router did not register the workers:\n" + (tmp_path / f"router-{port}.log").read_text()[-3000:])
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def _ready(run) -> None:
+    run.wait_for("The server is fired up and ready to roll!", timeout=60)
+
+
+def _fleet_json(capsys, *args: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    rc = cli.main(["fleet", *args, "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_pd_pair_behind_the_real_router(sim_process, router, capsys, monkeypatch, tmp_path):
+    """A prefill and a decode server with different Mamba SSM dtypes: the fleet shows both roles
+    healthy on both sides, and the dtype is the first line of the diff. Then the decode server
+    is killed: its engine is dead while the router still says healthy."""
+    monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(tmp_path / "none.toml"))
+    pp, dp = pick_free_port(), pick_free_port()
+    prefill = sim_process("0.5.23", _sim_argv(pp, "--disaggregation-mode", "prefill", "--mamba-ssm-dtype", "float32"),
+                          speed=20, name="prefill")
+    decode = sim_process("0.5.23", _sim_argv(dp, "--disaggregation-mode", "decode", "--mamba-ssm-dtype", "bfloat16"),
+                         speed=20, seed=1, name="decode")
+    _ready(prefill)
+    _ready(decode)
+    P, D = f"http://127.0.0.1:{pp}", f"http://127.0.0.1:{dp}"
+    url = router("--pd-disaggregation", "--prefill", P, "--decode", D, workers=2)
+
+    rc, out = _fleet_json(capsys, url)
+    assert rc == 0
+    rows = {w["url"]: w for w in out["workers"]}
+    assert set(rows) == {P, D}
+    assert (rows[P]["role"], rows[D]["role"]) == ("prefill", "decode")
+    for w in rows.values():
+        assert (w["router_health"], w["engine_health"], w["version"]) == ("healthy", "healthy", "0.5.23")
+        assert isinstance(w["running"], int) and isinstance(w["queued"], int)
+    assert out["disagreements"] == []
+    first = out["args_differences"][0]
+    assert (first["field"], first["between"], first["matters"]) == ("mamba_ssm_dtype", "prefill/decode", True)
+    assert first["values"] == {P: "float32", D: "bfloat16"}
+
+    assert decode.stop() is not None
+    rc, out = _fleet_json(capsys, url)
+    rows = {w["url"]: w for w in out["workers"]}
+    assert rows[D]["router_health"] == "healthy"  # the router has not noticed yet
+    assert rows[D]["engine_health"] == "dead"
+    assert rows[P]["engine_health"] == "healthy"
+    assert {"worker": D, "what": "health", "router": "healthy", "engine": "dead (connection refused)"} in out["disagreements"]
+
+    # the table marks the row and says it in words
+    capsys.readouterr()
+    cli.main(["fleet", url, "--once"])
+    text = capsys.readouterr().out
+    line = next(ln for ln in text.splitlines() if D in ln and "dead" in ln)
+    assert line.startswith("!")
+    assert f"! {D}: health: router says healthy, engine says dead (connection refused)" in text
+
+
+def test_two_replicas_behind_the_real_router(sim_process, router, capsys, monkeypatch, tmp_path):
+    """Two regular workers launched with different caps: any difference between replicas is
+    listed; the load columns come from the engines."""
+    monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(tmp_path / "none.toml"))
+    a_port, b_port = pick_free_port(), pick_free_port()
+    a = sim_process("0.5.23", _sim_argv(a_port), speed=20, name="a")
+    b = sim_process("0.5.23", _sim_argv(b_port, "--schedule-policy", "lpm"), speed=20, seed=3, name="b")
+    _ready(a)
+    _ready(b)
+    A, B = f"http://127.0.0.1:{a_port}", f"http://127.0.0.1:{b_port}"
+    url = router("--worker-urls", A, B, workers=2)
+    rc, out = _fleet_json(capsys, url)
+    assert rc == 0
+    assert {w["url"]: w["role"] for w in out["workers"]} == {A: "regular", B: "regular"}
+    diffs = [(d["field"], d["between"]) for d in out["args_differences"]]
+    assert ("schedule_policy", "regular replicas") in diffs
+    assert all(field not in ("port", "random_seed") for field, _ in diffs)
+    for w in out["workers"]:
+        assert w["load_source"] in ("engine /v1/loads", "engine /metrics")
+        assert w["kv_usage"] is not None and w["mamba_usage"] is not None
+
+
+def test_an_unreachable_router_is_one_line_and_exit_1(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(tmp_path / "none.toml"))
+    port = pick_free_port()
+    rc, out = _fleet_json(capsys, f"http://127.0.0.1:{port}")
+    assert rc == 1
+    assert out["workers"] == []
+    assert out["router_errors"] == {f"http://127.0.0.1:{port}": f"http://127.0.0.1:{port}/workers: connection refused"}
