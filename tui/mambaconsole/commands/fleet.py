@@ -55,50 +55,22 @@ def fleet_for(args: argparse.Namespace):
     return Fleet([parse_target(t) for t in args.targets], hosts=host_ports(), via=args.via)
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{v * 100:.0f}%"
-
-
-def _ms(v) -> str:
-    return "-" if v is None else f"{v * 1000:.0f}"
-
-
-def _health(row) -> str:
-    return row.engine_health + (f" ({row.engine_detail})" if row.engine_detail and row.engine_health != "healthy" else "")
-
-
 def table(snap) -> str:
     """The snapshot as plain text (see the module docstring)."""
+    from mambaconsole.session.fleet import COLUMNS, difference_line, disagreement_line, row_cells
+
     marked = {d.worker for d in snap.disagreements}
-    head = ("", "WORKER", "ROLE", "ROUTER", "ENGINE", "VERSION", "RUN", "QUEUE", "KV", "MAMBA", "ACCEPT",
-            "TTFT p50/p99 ms", "ITL p50/p99 ms", "GPU GiB", "AGE")
-    rows = [head]
-    for w in snap.workers:
-        lat = w.latency
-        gpu = "-" if w.gpu_weights_gib is None else f"{w.gpu_weights_gib:.1f}+{(w.gpu_kv_gib or 0):.1f}"
-        rows.append(("!" if w.url in marked else "", w.url, w.role, w.router_health or "(no router)", _health(w),
-                     w.version or "-", "-" if w.running is None else str(w.running),
-                     "-" if w.queued is None else str(w.queued), _pct(w.kv_usage), _pct(w.mamba_usage),
-                     "-" if w.accept_length is None else f"{w.accept_length:.2f}",
-                     f"{_ms(lat.ttft_p50)}/{_ms(lat.ttft_p99)}", f"{_ms(lat.itl_p50)}/{_ms(lat.itl_p99)}",
-                     gpu, "-" if w.data_age_s is None else f"{w.data_age_s:.0f}s"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    rows = [("", *COLUMNS)] + [("!" if w.url in marked else "", *row_cells(w)) for w in snap.workers]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     if not snap.workers:
         out.append("(no workers)")
     for url, err in snap.router_errors.items():
         out.append(f"router {url}: {err}")
     if snap.disagreements:
-        out.append("")
-        out.append("router and engine disagree:")
-        for d in snap.disagreements:
-            out.append(f"  ! {d.worker}: {d.what}: router says {d.router}, engine says {d.engine}")
+        out += ["", "router and engine disagree:"] + ["  " + disagreement_line(d) for d in snap.disagreements]
     if snap.differences:
-        out.append("")
-        out.append("ServerArgs differences (the ones that matter first):")
-        for d in snap.differences:
-            vals = ", ".join(f"{n}={v!r}" for n, v in d.values)
-            out.append(f"  {'*' if d.matters else ' '} {d.field} ({d.between}): {vals}" + (f"  - {d.why}" if d.matters and d.why else ""))
+        out += ["", "ServerArgs differences (the ones that matter first):"] + ["  " + difference_line(d) for d in snap.differences]
     return "\n".join(out)
 
 

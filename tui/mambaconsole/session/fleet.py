@@ -123,6 +123,47 @@ class WorkerRow:
         }
 
 
+#: the fleet table's columns (the CLI table and the screen), see :func:`row_cells`
+COLUMNS = ("WORKER", "ROLE", "ROUTER", "ENGINE", "VERSION", "RUN", "QUEUE", "KV", "MAMBA", "ACCEPT",
+           "TTFT p50/p99 ms", "ITL p50/p99 ms", "GPU GiB", "AGE")
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:.0f}"
+
+
+def row_cells(w: "WorkerRow", *, short: bool = False) -> tuple[str, ...]:
+    """The :data:`COLUMNS` texts of one worker: usage in %, latencies in ms, GPU memory as
+    weights+KV GiB, ``-`` where no source gave the value. ``short`` (the screen, which says the
+    rest under the table): the URL without ``http://``, the engine's health without its
+    detail."""
+    lat = w.latency
+    engine = w.engine_health
+    if w.engine_detail and w.engine_health != HEALTHY and not short:
+        engine += f" ({w.engine_detail})"
+    url = w.url.split("://", 1)[-1] if short else w.url
+    gpu = "-" if w.gpu_weights_gib is None else f"{w.gpu_weights_gib:.1f}+{(w.gpu_kv_gib or 0):.1f}"
+    return (url, w.role, w.router_health or "(no router)", engine, w.version or "-",
+            "-" if w.running is None else str(w.running), "-" if w.queued is None else str(w.queued),
+            _pct(w.kv_usage), _pct(w.mamba_usage), "-" if w.accept_length is None else f"{w.accept_length:.2f}",
+            f"{_ms(lat.ttft_p50)}/{_ms(lat.ttft_p99)}", f"{_ms(lat.itl_p50)}/{_ms(lat.itl_p99)}",
+            gpu, "-" if w.data_age_s is None else f"{w.data_age_s:.0f}s")
+
+
+def difference_line(d: ArgDifference) -> str:
+    """One ServerArgs difference in words: ``* field (between): worker=value, ...  - why``."""
+    vals = ", ".join(f"{n}={v!r}" for n, v in d.values)
+    return f"{'*' if d.matters else ' '} {d.field} ({d.between}): {vals}" + (f"  - {d.why}" if d.matters and d.why else "")
+
+
+def disagreement_line(d: "Disagreement") -> str:
+    return f"! {d.worker}: {d.what}: router says {d.router}, engine says {d.engine}"
+
+
 @dataclass
 class Snapshot:
     """One poll of the fleet: ``workers``, ``disagreements``, the ServerArgs ``differences``

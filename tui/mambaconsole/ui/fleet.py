@@ -1,0 +1,160 @@
+"""The fleet screen (``mambaconsole fleet TARGET...`` on a terminal): one row per worker, the
+router's and the engine's view side by side, a disagreement in the theme's error colour and
+marked ``!``; below, the disagreements in words and the ServerArgs differences, the ones that
+matter first. TTFT/ITL are over the last minute once the screen has polled that long.
+
+Keys: Enter opens today's four-pane console on the highlighted worker's host (the ``[hosts]``
+settings: a section named as the URL's host with that port, or the ``--via`` host for a
+loopback URL); quitting it comes back here. ``r`` polls now, ``q`` quits.
+
+The data comes from :class:`mambaconsole.session.fleet.Fleet` (headless), polled in a worker
+every ``poll_s`` seconds; the next poll is armed only after the last one finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+from urllib.parse import urlsplit
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Static
+
+from mambaconsole.session.fleet import COLUMNS, Fleet, Snapshot, difference_line, disagreement_line, row_cells
+from mambaconsole.ui.footer import KeyFooter
+
+POLL_S = 2.0
+
+
+class FleetApp(App[tuple[str, int | None] | None]):
+    """Returns (host, port) of the worker to open, or None on quit."""
+
+    TITLE = "mambaconsole fleet"
+    CSS = """
+    #fleet-status { height: 1; padding: 0 1; }
+    #fleet-table { height: auto; max-height: 60%; }
+    #fleet-notes { padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("enter", "open", "Open console"),
+        Binding("r", "refresh", "Poll now"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, fleet: Fleet, *, poll_s: float = POLL_S, theme: str | None = None) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.poll_s = poll_s
+        self.snapshot: Snapshot | None = None
+        self._polls = 0
+        from mambaconsole.ui.themes import load_themes
+
+        for th in load_themes():
+            self.register_theme(th)
+        want = theme or "mamba-dark"
+        if want in self.available_themes:
+            self.theme = want
+
+    def compose(self) -> ComposeResult:
+        yield Static("polling the fleet…", id="fleet-status")
+        table = DataTable(id="fleet-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("", *COLUMNS)
+        yield table
+        with VerticalScroll():
+            yield Static("", id="fleet-notes")
+        yield KeyFooter()
+
+    async def on_mount(self) -> None:
+        await self.fleet.__aenter__()
+        self.query_one(DataTable).focus()
+        self.poll()
+
+    async def on_unmount(self) -> None:
+        await self.fleet.__aexit__(None, None, None)
+
+    @work(exclusive=True, exit_on_error=False, group="fleet-poll")
+    async def poll(self) -> None:
+        snap = await self.fleet.poll()
+        self._polls += 1
+        self.show(snap)
+        self.set_timer(self.poll_s, self.poll)
+
+    def action_refresh(self) -> None:
+        self.poll()
+
+    def show(self, snap: Snapshot) -> None:
+        self.snapshot = snap
+        err = self.current_theme.error or "red"
+        warn = self.current_theme.warning or "yellow"
+        marked = {d.worker for d in snap.disagreements}
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for w in snap.workers:
+            cells = row_cells(w, short=True)
+            bad = w.url in marked
+            row = [Text("!", style=f"bold {err}") if bad else Text("")]
+            for name, cell in zip(COLUMNS, cells):
+                style = ""
+                if bad and name in ("ROUTER", "ENGINE"):
+                    style = f"bold {err}"
+                elif name == "ENGINE" and w.engine_health != "healthy":
+                    style = f"bold {err}"
+                elif name == "ROUTER" and w.router_health == "unhealthy":
+                    style = warn
+                row.append(Text(cell, style=style, no_wrap=True, overflow="ellipsis"))
+            table.add_row(*row, key=w.url)
+        if snap.workers:
+            table.move_cursor(row=min(max(keep, 0), len(snap.workers) - 1))
+        window = {w.latency.window_s for w in snap.workers if w.latency.window_s}
+        lat = (f"TTFT/ITL over the last {max(window):.0f} s" if window else
+               "TTFT/ITL since each server started (one look so far)")
+        status = f"{len(snap.workers)} workers · {len(snap.disagreements)} disagreements · {lat} · Enter: console"
+        for url, e in snap.router_errors.items():
+            status += f" · router {url}: {e}"
+        self.query_one("#fleet-status", Static).update(Text(status, style=f"bold {err}" if snap.router_errors else ""))
+        notes = Text()
+        if snap.disagreements:
+            notes.append("router and engine disagree\n", style="bold")
+            for d in snap.disagreements:
+                notes.append(disagreement_line(d) + "\n", style=err)
+        if snap.differences:
+            notes.append("ServerArgs differences (the ones that matter first)\n", style="bold")
+            for d in snap.differences:
+                notes.append(difference_line(d) + "\n", style=f"bold {warn}" if d.matters else "dim")
+        elif snap.workers:
+            notes.append("ServerArgs: no differences between the workers that answered\n", style="dim")
+        self.query_one("#fleet-notes", Static).update(notes)
+
+    def action_open(self) -> None:
+        snap = self.snapshot
+        table = self.query_one(DataTable)
+        if snap is None or not snap.workers or table.cursor_row < 0:
+            return
+        w = snap.workers[min(table.cursor_row, len(snap.workers) - 1)]
+        if w.host is None:
+            self.notify(f"{w.url}: no [hosts] entry maps to this worker (a [hosts.NAME] with NAME = the URL's host "
+                        "and its port, or --via HOST for loopback URLs)", severity="warning", timeout=8)
+            return
+        port = urlsplit(w.url).port if w.url.startswith("http") else None
+        self.exit((w.host, port))
+
+    def on_data_table_row_selected(self, _ev: DataTable.RowSelected) -> None:
+        self.action_open()
+
+
+def run(args: argparse.Namespace) -> int:
+    """The fleet screen; Enter runs the console on a worker's host, then comes back."""
+    from mambaconsole.commands.fleet import fleet_for
+    from mambaconsole.ui import app as console
+
+    while True:
+        choice = FleetApp(fleet_for(args)).run()
+        if not choice:
+            return 0
+        host, port = choice
+        console.run(argparse.Namespace(host=host, demo=False, read_only=False, python=None, session=None,
+                                       port=port, workdir=None, theme=None))
