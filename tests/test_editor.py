@@ -219,3 +219,70 @@ def test_argv_diff_matches_options_by_field_and_keeps_the_launcher():
         "~ --sim-version 0.5.11→0.5.23"
     # a removed option says the value it had (a newcomer read "---max-mamba-cache-size" as a typo)
     assert diff_text(sim + ["--max-mamba-cache-size", "24"], sim) == "- --max-mamba-cache-size 24"
+
+
+# ------------------------------------------------------------------ values as typed or refused
+
+async def type_into(pilot, ed: EditorScreen, fid: str, text: str) -> Input:
+    """Clear the field and type ``text`` key by key, as a user would."""
+    inp = ed.query_one(f"#{fid}", Input)
+    inp.focus()
+    inp.value = ""
+    await pilot.pause()
+    await pilot.press(*[{" ": "space", ";": "semicolon", "/": "slash", ".": "full_stop", "-": "minus"}.get(c, c)
+                        for c in text])
+    await pilot.pause()
+    return inp
+
+
+@pytest.mark.parametrize("fid, typed, kind", [
+    ("f-max_mamba_cache_size", "24.5", "int"),
+    ("f-max_mamba_cache_size", "24; rm -rf /", "int"),
+    ("f-mamba_full_memory_ratio", "0.4.4abc", "float"),
+])
+async def test_a_typed_value_is_kept_as_typed_or_refused_at_the_field(fid, typed, kind):
+    app = make_app(PROGRAM + ARGS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start(pilot, app)
+        ed = await open_editor(pilot, app)
+        inp = await type_into(pilot, ed, fid, typed)
+        assert inp.value == typed  # nothing dropped
+        assert inp.content_region.height >= 1  # and still seen while refused (no border eating the row)
+        # refused where it was typed, in argparse's words (argparse._get_value)
+        err = ed.query_one(f"#{fid}-error")
+        assert err.display and f"invalid {kind} value: {typed!r}" in str(err.render())
+        assert err.region.y > inp.region.y and err.region.height >= 1  # shown, under the field
+        # no pre-flight, no relaunch with it
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert ed.verdict is None and ed.query_one("#ed-go").disabled
+        assert "invalid:" in str(ed.query_one("#ed-verdict").render())
+        # a valid value clears the message
+        await type_into(pilot, ed, fid, "24")
+        assert inp.value == "24" and not err.display
+
+
+@pytest.mark.parametrize("typed, said", [
+    # the sim is 0.5.11: no check of its own (model_runner_kv_cache_mixin.py:94, :713 of 0.5.11)
+    ("-1", "SGLang 0.5.11 does not check it: it sizes the Mamba pool to -1 slots"),
+    # 1e26 slots at one byte each: 9.31e+16 GiB, more than the 96 GiB GPU (98304 MiB)
+    ("99999999999999999999999999", "need at least 9.31e+16 GiB even at one byte a slot, more than the GPU's 96.0 GiB"),
+])
+async def test_a_max_mamba_cache_size_the_argument_check_passes_says_what_sglang_will_do(typed, said):
+    from mambaconsole.state import GpuReading, GpuSnapshot
+
+    app = make_app(PROGRAM + sim_demo.working_argv(port=30000))  # the demo's working command
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start(pilot, app)
+        app.state.apply(GpuSnapshot((GpuReading(0, "RTX PRO 6000 Blackwell", 1000.0, 98304.0, simulated=True),),
+                                    simulated=True))
+        ed = await open_editor(pilot, app)
+        await type_into(pilot, ed, "f-max_mamba_cache_size", typed)
+        new = ed.edited_args()
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == new, what="pre-flight")
+        await pilot.pause()
+        assert ed.verdict["fields"]["max_mamba_cache_size"]["value"] == int(typed)  # SGLang's parser took it
+        verdict = str(ed.query_one("#ed-verdict").render())
+        assert "ARGUMENTS OK" in verdict
+        assert f"--max-mamba-cache-size {typed}: " in verdict and said in verdict.replace("\n", " ")

@@ -34,9 +34,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.validation import Number, ValidationResult, Validator
+from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
+from mambaconsole.sglang.load_checks import max_mamba_cache_size_at_load
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
 from mambaconsole.sglang.argv_diff import arg_tokens, command, diff, split_launch
@@ -57,6 +58,26 @@ class NoControl(Validator):
     def validate(self, value: str) -> ValidationResult:
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             return self.failure("control characters (newline, tab, escape) are not allowed")
+        return self.success()
+
+
+class ParserType(Validator):
+    """The value as the node's argparse reads it: ``kind(value)`` (``int`` or ``float``), else
+    argparse's own message, ``invalid int value: '24.5'`` (``argparse._get_value``). The text is
+    taken as typed: Textual's ``type="integer"`` Input dropped the characters it did not allow
+    (``24.5`` became ``245``, ``24; rm -rf /`` became ``24``); this refuses the value instead."""
+
+    def __init__(self, kind: type) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def validate(self, value: str) -> ValidationResult:
+        if value == "":
+            return self.success()
+        try:
+            self.kind(value)
+        except (TypeError, ValueError):
+            return self.failure(f"invalid {self.kind.__name__} value: {value!r}")
         return self.success()
 
 
@@ -156,7 +177,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen .row Label { width: 40; }
     EditorScreen .row Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
     EditorScreen .row Input:focus { background: $primary 30%; }
-    EditorScreen .row Input.-invalid { background: $error 30%; }
+    EditorScreen .row Input.-invalid, EditorScreen .row Input.-invalid:focus { background: $error 30%; border: none; }
     EditorScreen .row Select { width: 1fr; }
     EditorScreen .row Select > SelectCurrent { border: none; height: 1; padding: 0 1; background: $boost; }
     EditorScreen .row Select:focus > SelectCurrent { background: $primary 30%; }
@@ -165,6 +186,8 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen .row .state { width: 1fr; height: 1; padding: 0 1; }
     EditorScreen .row .state.-on { text-style: bold; color: $success; }
     EditorScreen .help { color: $text-muted; margin: 0 1 0 42; height: auto; }
+    EditorScreen .field-error { color: $error; text-style: bold; margin: 0 1 0 42; height: auto; display: none; }
+    EditorScreen .field-error.-shown { display: block; }
     EditorScreen #ed-diff { height: auto; max-height: 6; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-verdict { height: auto; max-height: 10; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-buttons { height: 3; padding: 0 1; }
@@ -256,15 +279,16 @@ class EditorScreen(ModalScreen[list[str] | None]):
                                classes="state -on" if given else "state")
             else:
                 validators: list[Validator] = [NoControl()]
-                kind = "text"
                 if _is_int_type(p.get("type")):
-                    kind = "integer"
+                    validators.append(ParserType(int))
                 elif _is_float_type(p.get("type")):
-                    kind = "number"
-                    validators.append(Number())
+                    validators.append(ParserType(float))
+                # type "text": every character stays as typed (a refused value is said at the field)
                 w = Input(value="" if cur is None else str(cur), placeholder=not_given(p),
-                          type=kind, id=_fid(flag), validators=validators, valid_empty=True)
+                          id=_fid(flag), validators=validators, valid_empty=True)
             rows.append(Horizontal(label, w, *([state] if state is not None else []), classes="row"))
+            if isinstance(w, Input):
+                rows.append(Static("", id=_fid(flag) + "-error", classes="field-error"))
             help_text = (p.get("help") or "").strip()
             if help_text:
                 rows.append(Static(Text(help_text), classes="help"))
@@ -419,9 +443,9 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 t.append("ARGUMENTS OK", "bold reverse green")
                 t.append("  — SGLang accepts them; memory is not checked", "bold")
                 t.append(f"  ·  SGLang {res.get('sglang_version', '?')} will use:\n")
-                for warn in self.same_args_warnings:
-                    t.append(f"  ⚠ {warn}\n", f"bold {self.app.theme_variables.get('warning', 'yellow')}")
                 fields = res.get("fields") or {}
+                for warn in self.same_args_warnings + self._load_warnings(res):
+                    t.append(f"  ⚠ {warn}\n", f"bold {self.app.theme_variables.get('warning', 'yellow')}")
                 edited = {k for _, k, _, _ in diff(self.args, new or [], self.spec)}
                 shown = 0
                 for name, f in fields.items():
@@ -436,10 +460,43 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 go.disabled = False
         v.update(t)
 
+    def _field_error(self, inp: Input) -> None:
+        """Say under the field why its value is refused (argparse's words), or nothing."""
+        if not inp.id:
+            return
+        shown = self.query(f"#{inp.id}-error")
+        if not shown:
+            return
+        res = inp.validate(inp.value)
+        bad = res is not None and not res.is_valid
+        msg = shown.first(Static)
+        msg.update(Text("refused: " + "; ".join(res.failure_descriptions)) if bad else "")
+        msg.set_class(bad, "-shown")
+
+    def _load_warnings(self, res: dict) -> list[str]:
+        """What SGLang will do at model load with resolved values its argument check accepted
+        (:mod:`mambaconsole.sglang.load_checks`), from the pre-flight's resolved fields and the
+        node's GPU readings."""
+        fields = res.get("fields") or {}
+
+        def val(name: str):
+            return (fields.get(name) or {}).get("value")
+
+        size = val("max_mamba_cache_size")
+        if size is None:
+            return []
+        gpu = getattr(getattr(self.app, "state", None), "gpu", None)
+        total = max((g.total_mib for g in gpu.gpus), default=None) if gpu is not None and gpu.available else None
+        shards = int(val("dp_size") or 1) if val("enable_dp_attention") else 1
+        line = max_mamba_cache_size_at_load(size, res.get("sglang_version"), total, shards)
+        return [f"--max-mamba-cache-size {size}: {line}"] if line else []
+
     @on(Input.Changed)
     @on(Select.Changed)
     @on(Switch.Changed)
     def _changed(self, ev) -> None:
+        if isinstance(ev, Input.Changed):
+            self._field_error(ev.input)
         if isinstance(ev, Switch.Changed) and ev.switch.id:
             p = next((p for p in self.params if _fid(_flag(p)) == ev.switch.id), None)
             state = self.query(f"#{ev.switch.id}-state")
