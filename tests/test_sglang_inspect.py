@@ -31,7 +31,7 @@ def inspect(capsys, case: str, name: str = "input.log") -> dict:
         assert set(r["failure"]) == {"phase", "exception", "message", "rank", "oom"}
         if r["failure"]["oom"] is not None:
             assert set(r["failure"]["oom"]) == {"tried_gib", "gpu", "capacity_gib", "free_gib", "in_use_gib",
-                                                "allocated_gib", "reserved_unallocated_gib", "fragmentation"}
+                                                "allocated_gib", "reserved_unallocated_gib", "graph_pools_gib", "fragmentation"}
     if r["last_decode"] is not None:
         assert set(r["last_decode"]) == {"running", "token_usage", "mamba_num", "mamba_usage", "accept_len",
                                          "accept_rate", "graph", "gen_throughput", "queue"}

@@ -60,6 +60,8 @@ bytes per token (SGLang gives the KV pool what the Mamba pool leaves of the stat
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +115,32 @@ class Sample:
         if pool * USAGE_TOLERANCE < 0.5:
             return float(round(raw)), 0.0
         return raw, USAGE_TOLERANCE * pool
+
+
+def pool_from_usage(samples: Iterable[Sample]) -> int | None:
+    """The Mamba pool size (slots) that decode lines' ``mamba num`` / ``mamba usage`` pairs
+    determine: SGLang prints ``mamba usage`` as slots in use / pool size with two decimals
+    (``scheduler_metrics_mixin.py`` ``f"{mamba_usage:.2f}"``, 0.5.18+ where ``mamba num``
+    is printed too), so each pair with ``mamba num`` > 0 allows the whole N for which
+    ``f"{num / N:.2f}"`` prints that usage. The one N every pair allows, else None (no pair,
+    or several sizes fit: the lines do not determine it)."""
+    samples = list(samples)
+    lo, hi = 1, None
+    seen = False
+    for s in samples:
+        n, u = s.mamba_num, s.mamba_usage
+        if not n or u is None or u <= 0.005:
+            continue
+        seen = True
+        lo = max(lo, n, math.ceil(n / (u + 0.006)))
+        top = math.floor(n / (u - 0.006))
+        hi = top if hi is None else min(hi, top)
+    if not seen or hi is None:
+        return None
+    pairs = [(s.mamba_num, f"{s.mamba_usage:.2f}") for s in samples
+             if s.mamba_num and s.mamba_usage is not None and s.mamba_usage > 0.005]
+    fits = [k for k in range(lo, hi + 1) if all(f"{n / k:.2f}" == u for n, u in pairs)] if hi - lo < 10000 else []
+    return fits[0] if len(fits) == 1 else None
 
 
 def slots_per_request_rule(strategy: str | None, *, disable_radix_cache: bool = False,

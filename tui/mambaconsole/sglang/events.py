@@ -67,6 +67,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator
 
+from mambaconsole.sglang.paste import unwrap_line
 from mambaconsole.sglang.text import display_text
 
 __all__ = [
@@ -74,7 +75,7 @@ __all__ = [
     "DistributedInit", "WeightsLoadBegin", "WeightsLoaded", "MambaCacheAllocated",
     "KVCacheAllocated", "MemoryPoolEnd", "GraphCaptureBegin", "GraphCaptureEnd",
     "GraphBatchSizes", "Progress", "ReadySummary", "ConcurrencyCapped", "ServerReady",
-    "HttpServerUp", "HttpAccess", "ServerArgsDump", "Traceback", "Frame", "SigquitReceived",
+    "HttpServerUp", "AppStartupComplete", "HttpAccess", "ServerArgsDump", "Traceback", "Frame", "SigquitReceived",
     "ChildCrashed", "SchedulerDied", "KillProcessTree", "WatchdogTimeout", "HealthCheckFailed",
     "RetractRequests", "FlagDeprecated", "EndpointDeprecated", "SettingChanged", "Killed",
     "LogParser", "TorchOom", "torch_oom", "parse_line", "parse_lines", "parse_text", "rank_tags", "parse_py_repr",
@@ -246,8 +247,9 @@ class BatchLine(Event):
         for piece in self.body.split(","):
             key, sep, value = piece.partition(":")
             if not sep:
-                # no colon: tail of a bracketed value such as "[1.90, 2.30]"
-                if last is not None and piece.strip():
+                # no colon: tail of a bracketed value such as "[1.90, 2.30]"; else a key
+                # cut before its value (a fragment's end, "gen through"): dropped
+                if last is not None and piece.strip() and "[" in out[last] and "]" not in out[last]:
                     out[last] = out[last] + "," + piece
                 continue
             key = key.strip()
@@ -668,6 +670,16 @@ class HttpServerUp(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AppStartupComplete(Event):
+    """uvicorn's ``INFO:     Application startup complete.``: the HTTP app's lifespan
+    start-up ran (SGLang's warm-up runs after it, 0.5.x ``http_server.py``). Not "ready"
+    alone; with a 200 on ``/generate`` or ``/health`` the server serves."""
+
+    KIND = "app_startup"
+    VERSIONS = "all (uvicorn)"
+
+
+@dataclass(frozen=True, kw_only=True)
 class HttpAccess(Event):
     """uvicorn access line ``INFO:     127.0.0.1:40418 - "GET /path HTTP/1.1" 404 Not Found``
     (polling endpoints writes one per request). The parts are read from ``message`` on
@@ -881,7 +893,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     Text, PythonWarning, DecodeBatch, PrefillBatch, DistributedInit, WeightsLoadBegin,
     WeightsLoaded, MambaCacheAllocated, KVCacheAllocated, MemoryPoolEnd, GraphCaptureBegin,
     GraphCaptureEnd, GraphBatchSizes, Progress, ReadySummary, ConcurrencyCapped, ServerReady,
-    HttpServerUp, HttpAccess, ServerArgsDump, Traceback, SigquitReceived, ChildCrashed,
+    HttpServerUp, AppStartupComplete, HttpAccess, ServerArgsDump, Traceback, SigquitReceived, ChildCrashed,
     SchedulerDied, KillProcessTree, WatchdogTimeout, HealthCheckFailed, RetractRequests,
     FlagDeprecated, EndpointDeprecated, SettingChanged, Killed,
 )
@@ -921,7 +933,8 @@ _OOM_TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _OOM_GPU = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
 _OOM_SELF = re.compile(r"this process has " + _SIZE + r" memory in use")
 _OOM_PROCESS = re.compile(r"Process \d+ has " + _SIZE + r" memory in use")
-_OOM_ALLOCATED = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, and " + _SIZE
+_OOM_ALLOCATED = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch,(?: with " + _SIZE
+                            + r" allocated in private pools \(e\.g\., CUDA Graphs\),)? and " + _SIZE
                             + r" is reserved by PyTorch but unallocated")
 
 
@@ -949,6 +962,10 @@ class TorchOom:
     in_use_gib: float | None = None
     allocated_gib: float | None = None
     reserved_unallocated_gib: float | None = None
+    #: of ``allocated_gib``, what sits in private pools (``with X allocated in private pools
+    #: (e.g., CUDA Graphs)``, printed when not zero): CUDA graphs were captured; 0.0 when the
+    #: allocated-memory sentence has no such clause, None when the message lacks the sentence
+    graph_pools_gib: float | None = None
 
     @property
     def fragmentation(self) -> bool | None:
@@ -981,7 +998,8 @@ class TorchOom:
     def as_json(self) -> dict[str, Any]:
         return {"tried_gib": self.tried_gib, "gpu": self.gpu, "capacity_gib": self.capacity_gib,
                 "free_gib": self.free_gib, "in_use_gib": self.in_use_gib, "allocated_gib": self.allocated_gib,
-                "reserved_unallocated_gib": self.reserved_unallocated_gib, "fragmentation": self.fragmentation}
+                "reserved_unallocated_gib": self.reserved_unallocated_gib, "graph_pools_gib": self.graph_pools_gib,
+                "fragmentation": self.fragmentation}
 
 
 def _size(gib: float) -> str:
@@ -1008,7 +1026,8 @@ def torch_oom(message: str | None) -> TorchOom | None:
         free_gib=_gib(g, 4) if g else None,
         in_use_gib=_gib(own, 1) if own else (sum(_gib(u, 1) for u in listed) if listed else None),
         allocated_gib=_gib(a, 1) if a else None,
-        reserved_unallocated_gib=_gib(a, 3) if a else None,
+        reserved_unallocated_gib=_gib(a, 5) if a else None,
+        graph_pools_gib=_gib(a, 3) if a and a.group(3) else (0.0 if a else None),
     )
 
 _GB = r"([-\d.]+)\s*GB"
@@ -1365,6 +1384,8 @@ def _p_info(msg: str, kw: dict) -> Event | None:
         o = object.__new__(HttpAccess)
         object.__setattr__(o, "__dict__", kw)  # adopts kw
         return o
+    if msg.endswith("Application startup complete.") and msg[5:].strip() == "Application startup complete.":
+        return AppStartupComplete(**kw)
     m = _RE_UVICORN_UP.search(msg) if "Uvicorn running" in msg else None
     if m:
         url = m.group(1)
@@ -1510,13 +1531,42 @@ def _classify(msg: str, kw: dict) -> Event:
             ev = None
         if ev is not None:
             return ev
-    # bare fragments of batch lines (quoted excerpts without the head)
-    if kw.get("time") is None and "throughput (token/s)" in msg:
-        if "gen throughput" in msg or "accept len" in msg:
-            return DecodeBatch(body=msg, fragment=True, **kw)
-        if "#new-token" in msg:
-            return PrefillBatch(body=msg, fragment=True, **kw)
+    # bare fragments of batch lines (quoted excerpts without the head, cut at both ends)
+    if kw.get("time") is None and ": " in msg:
+        cls = _fragment_class(msg)
+        if cls is not None:
+            return cls(body=msg, fragment=True, **kw)
     return _mk(Text, kw)
+
+
+#: keys only a decode batch line prints (0.5.5-0.5.23 scheduler_metrics_mixin.py
+#: log_decode_stats), only a prefill batch line prints (log_prefill_stats), and both
+_DECODE_ONLY_KEYS = ("accept len", "accept rate", "gen throughput (token/s)", "#full token", "mamba num",
+                     "cap len", "#token")
+_PREFILL_ONLY_KEYS = ("#new-seq", "#new-token", "#cached-token", "#pending-token", "input throughput (token/s)")
+_BATCH_KEYS = frozenset(_DECODE_ONLY_KEYS + _PREFILL_ONLY_KEYS + (
+    "#running-req", "#queue-req", "token usage", "full token usage", "swa token usage", "mamba usage",
+    "#swa token") + _GRAPH_KEYS)
+
+
+def _fragment_class(msg: str) -> type | None:
+    """DecodeBatch / PrefillBatch for a batch line's ``key: value, ...`` fields without its
+    head (a quote, a ``grep -o``, a terminal cut at both ends), else None: at least two of
+    SGLang's batch keys with a value, and most comma pieces are such pairs (so prose that
+    names one key is not a batch line)."""
+    pieces = [p.strip() for p in msg.split(",")]
+    keys = []
+    for p in pieces:
+        k, sep, v = p.partition(": ")
+        if sep and k in _BATCH_KEYS and v.strip():
+            keys.append(k)
+    if len(keys) < 2 or len(keys) * 2 < len([p for p in pieces if p]):
+        return None
+    if any(k in _DECODE_ONLY_KEYS for k in keys):
+        return DecodeBatch
+    if any(k in _PREFILL_ONLY_KEYS for k in keys):
+        return PrefillBatch
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -1529,16 +1579,24 @@ _ENV_RE = re.compile(
 )
 
 
+_ENV_CUT_RE = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: [A-Z_]+\d+)*)(?: [A-Z_]*)?\s*$")
+
+
 def _split_envelope(line: str) -> tuple[str | None, str | None, str]:
     """(time, rank, message) of one physical line; (None, None, line) without envelope."""
     m = _ENV_RE.match(line) if line[:1] == "[" else None
     if m is None:
         # a supervisor's prefix ("sglang-1  | ", an ISO timestamp) before the envelope
         j = line.find("[20", 0, 200)
-        if j <= 0:
+        if j < 0:
             return None, None, line
-        m = _ENV_RE.match(line, j)
+        m = _ENV_RE.match(line, j) if j > 0 else None
         if m is None:
+            # a line cut inside its envelope ("[2026-05-05 04:41:51 DP2 TP2 E"): the time and
+            # the whole rank tags before the cut; a cut tag is dropped
+            c = _ENV_CUT_RE.match(line, j)
+            if c is not None:
+                return c.group(1), c.group(2)[1:] or None, ""
             return None, None, line
     time, tags, msg = m.groups()
     rank = tags[1:] or None
@@ -1563,6 +1621,8 @@ def _strip_level(msg: str) -> tuple[str | None, str]:
 def parse_line(line: str | bytes) -> Event:
     """The event for one physical line, without joining (no state). Never raises."""
     text = display_text(line)
+    if text[:3] != "[20":
+        text = unwrap_line(text)
     time, rank, msg = _split_envelope(text)
     level = None
     if msg[:4] in _LEVEL_HEADS and msg[4:5] != ":":
@@ -1577,6 +1637,14 @@ def parse_line(line: str | bytes) -> Event:
 # traceback assembly
 
 
+#: SGLang's process exception header (``Scheduler hit an exception:``,
+#: ``DetokenizerManager hit an exception:``; scheduler.py / detokenizer_manager.py /
+#: data_parallel_controller.py ``run_*_process``, all versions), also alone on its line
+#: when a reporter paraphrased the traceback under it
+_RE_HIT = re.compile(r"(\w+) hit an exception")
+_RE_HIT_ALONE = re.compile(r"^\s*\w+ hit an exception:?\s*$")
+
+
 def _finish_traceback(kw: dict, body: list[str], first_msg: str | None) -> Traceback:
     """Build a Traceback from the first line's message (when it had an envelope and a
     header) and the following physical lines."""
@@ -1588,12 +1656,13 @@ def _finish_traceback(kw: dict, body: list[str], first_msg: str | None) -> Trace
         else:
             header = first_msg.strip() or None
         if header:
-            om = re.match(r"(\w+) hit an exception", header)
+            om = _RE_HIT.match(header)
             origin = om.group(1) if om else None
     frames: list[Frame] = []
     exc_type = exc_msg = None
     msg_lines: list[str] = []
     in_exc = False
+    prev_frame = False  # the line before was a frame header: an indented line is its source line
     for raw in body:
         line = raw.rstrip()
         s = line.lstrip()
@@ -1608,11 +1677,14 @@ def _finish_traceback(kw: dict, body: list[str], first_msg: str | None) -> Trace
             frames.append(Frame(file=fm.group(1), line=_int(fm.group(2)),
                                 function=(fm.group(3) or "").strip() or None))
             in_exc = False
+            prev_frame = True
             continue
         if in_exc and line[:1] not in " \t":
             msg_lines.append(line)
             continue
-        if line[:1] in " \t" and not s.startswith("->"):
+        after_frame = prev_frame
+        prev_frame = False
+        if line[:1] in " \t" and not s.startswith("->") and (after_frame or not _RE_EXC.match(line)):
             continue  # source line / caret markers of a frame
         em = _RE_EXC.match(line)
         if em:
@@ -1841,6 +1913,8 @@ class LogParser:
                 text = line if line.isprintable() else display_text(line)
             else:
                 text = display_text(line)
+            if text[:3] != "[20":
+                text = unwrap_line(text)  # pasted: fences, line numbers, container/Ray prefixes
             self._n += 1
             m = _ENV_RE.match(text) if text[:1] == "[" else None
             if m is not None:
@@ -1864,7 +1938,7 @@ class LogParser:
                     out = [_classify(pend["message"], pend)]
                 else:
                     out = [self._finish()]
-                if msg[-1:] == ":" and msg.endswith("(most recent call last):"):
+                if msg[-1:] == ":" and (msg.endswith("(most recent call last):") or _RE_HIT_ALONE.match(msg)):
                     self._start(text, time, rank, msg, level)
                     return out
                 ev = _complete(msg, {"text": text, "message": msg, "time": time, "rank": rank,
@@ -1972,7 +2046,11 @@ class LogParser:
         self._plast = text
         self._pkind = _P_PLAIN
         self._pfirst = None
-        if time is not None:
+        if _RE_HIT_ALONE.match(msg):  # "DetokenizerManager hit an exception:" over a paraphrase
+            self._pkind = _P_TB
+            self._pfirst = msg
+            self._plines = [text]
+        elif time is not None:
             if msg.endswith("(most recent call last):") and "Traceback (most recent call last)" in msg:
                 self._pkind = _P_TB
                 self._pfirst = msg
@@ -2051,8 +2129,10 @@ class LogParser:
         return out
 
     def _tb_has_exc(self) -> bool:
-        for line in reversed(self._lines()):
-            if line[:1] not in " \t" and _RE_EXC.match(line):
+        lines = self._lines()
+        for i in range(len(lines) - 1, -1, -1):
+            line = lines[i]
+            if _RE_EXC.match(line) and (line[:1] not in " \t" or not _RE_FRAME.match(lines[i - 1] if i else "")):
                 return True
         return False
 

@@ -21,7 +21,7 @@ from mambaconsole.errors import ConsoleError
 
 __all__ = [
     "Gpu", "GpuProcess", "AGENT_QUERY", "parse_nvidia_smi_csv", "parse_nvidia_smi_table",
-    "parse_gpustat", "parse_gpu_table", "looks_like_gpu_table",
+    "parse_gpustat", "parse_gpu_table", "looks_like_gpu_table", "ProcessPanel", "process_panels",
 ]
 
 #: the ``--query-gpu`` fields our agent asks for, in order
@@ -101,9 +101,27 @@ _SMI_PROC = re.compile(
     r"^\|\s*(\d+)\s+(?:(?:\S+)\s+(?:\S+)\s+)?(\d+)\s+([CGM+]+)\s+(.*?)\s+(\d+|N/A)\s*(?:MiB)?\s*\|\s*$")
 
 
+_TABLE_START = re.compile(r"[|+](?:[-=]{3}|\s)")
+
+
+def _table_lines(text: str) -> list[str]:
+    """The lines of ``text`` from their table border on: an nvidia-smi table inside another
+    tool's log lines (``2026-01-02 10:00:00 INFO | GPU ...``, ``node-1 | ...``) keeps only its
+    table part; lines without a border are kept as they are."""
+    out = []
+    for line in text.splitlines():
+        if line[:1] not in ("|", "+"):
+            m = _TABLE_START.search(line)
+            if m is not None and line.rstrip().endswith(("|", "+")):
+                line = line[m.start():]
+        out.append(line)
+    return out
+
+
 def parse_nvidia_smi_table(text: str) -> list[Gpu]:
-    """The human ``nvidia-smi`` table (both header styles), processes included."""
-    lines = text.splitlines()
+    """The human ``nvidia-smi`` table (both header styles), processes included; the table may
+    sit inside another tool's log lines (:func:`_table_lines`)."""
+    lines = _table_lines(text)
     found: list[dict] = []
     in_procs = False
     procs: dict[int, list[GpuProcess]] = {}
@@ -164,9 +182,17 @@ def parse_gpustat(text: str) -> list[Gpu]:
     return gpus
 
 
+#: the header of nvidia-smi's process panel (all drivers: ``| Processes: ... GPU Memory |``
+#: then ``|  GPU   GI   CI   PID   Type   Process name   GPU Memory |`` or without GI/CI)
+_SMI_PROC_HEAD = re.compile(r"\|\s*Processes:\s.*\|\s*$", re.M)
+_SMI_PROC_COLS = re.compile(r"\|\s*GPU\s+.*\bPID\s+Type\s+Process name\b", re.M)
+
+
 def looks_like_gpu_table(text: str) -> str | None:
-    """``"gpustat"``, ``"nvidia-smi"`` or ``"csv"`` when the text is one, else None."""
-    if "NVIDIA-SMI" in text or re.search(r"\|\s*\d+MiB\s*/\s*\d+MiB", text):
+    """``"gpustat"``, ``"nvidia-smi"`` or ``"csv"`` when the text is one, else None. An
+    nvidia-smi table with only its process panel (a container, a cut paste) is one."""
+    if "NVIDIA-SMI" in text or re.search(r"\|\s*\d+MiB\s*/\s*\d+MiB", text) or (
+            _SMI_PROC_HEAD.search(text) and _SMI_PROC_COLS.search(text)):
         return "nvidia-smi"
     if re.search(r"^\[\d+\]\s.+\|.+\|\s*\d+\s*/\s*\d+\s*MB", text, re.M):
         return "gpustat"
@@ -174,6 +200,54 @@ def looks_like_gpu_table(text: str) -> str | None:
     if lines and all(re.match(r"^\s*(index\b.*|\d+\s*,\s*[^,]+,\s*[\d.]+(\s*MiB)?\s*,\s*[\d.]+.*)$", ln) for ln in lines[:8]):
         return "csv"
     return None
+
+
+@dataclass(frozen=True)
+class ProcessPanel:
+    """One nvidia-smi ``Processes:`` panel: its rows as ``(gpu index, process)``, and
+    whether it said ``No running processes found``. An empty panel without that sentence
+    is what nvidia-smi prints inside a container whose PID namespace hides the host's
+    processes (the GPU's memory is still in use)."""
+
+    rows: tuple[tuple[int, GpuProcess], ...]
+    none_found: bool
+
+
+def process_panels(text: str) -> list[ProcessPanel]:
+    """Every ``Processes:`` panel of nvidia-smi tables in ``text``, in order (several
+    tables may be pasted together)."""
+    panels: list[ProcessPanel] = []
+    rows: list[tuple[int, GpuProcess]] | None = None
+    none_found = False
+    ruled = False
+    for line in _table_lines(text):
+        line = line.rstrip()
+        if _SMI_PROC_HEAD.match(line.strip()):
+            if rows is not None:
+                panels.append(ProcessPanel(tuple(rows), none_found))
+            rows, none_found, ruled = [], False, False
+            continue
+        if rows is None:
+            continue
+        s = line.strip()
+        if s.startswith("|=") or s.startswith("|-"):
+            ruled = True
+            continue
+        if "No running processes found" in s:
+            none_found = True
+            continue
+        pm = _SMI_PROC.match(s)
+        if pm:
+            mem = pm.group(5)
+            rows.append((int(pm.group(1)), GpuProcess(memory_mib=float(mem) if mem.isdigit() else 0.0,
+                                                      pid=int(pm.group(2)), name=pm.group(4).strip() or None)))
+            continue
+        if s.startswith("+-") and ruled or not s.startswith(("|", "+")):
+            panels.append(ProcessPanel(tuple(rows), none_found))
+            rows = None
+    if rows is not None:
+        panels.append(ProcessPanel(tuple(rows), none_found))
+    return panels
 
 
 def parse_gpu_table(text: str) -> list[Gpu]:

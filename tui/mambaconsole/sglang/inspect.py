@@ -5,7 +5,7 @@
 SGLang printed them, memory in SGLang's "GB". ``capacity`` is the Mamba slot picture
 (:meth:`mambaconsole.sglang.capacity.Capacity.as_json` plus ``what_if``) or None.
 ``failure.oom`` (added in session 3): PyTorch's OOM numbers in GiB (``tried_gib``, ``gpu``,
-``capacity_gib``, ``free_gib``, ``in_use_gib``, ``allocated_gib``, ``reserved_unallocated_gib``,
+``capacity_gib``, ``free_gib``, ``in_use_gib``, ``allocated_gib``, ``reserved_unallocated_gib``, ``graph_pools_gib``,
 ``fragmentation``; :class:`mambaconsole.sglang.events.TorchOom`), None when the failure is no
 PyTorch OOM.
 """
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang import events as E
-from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table
+from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table, process_panels
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
 from mambaconsole.sglang.capacity import Capacity, capacity
 from mambaconsole.sglang.server_info import parse_server_info
@@ -158,7 +159,13 @@ def _log(text: str, what_if_slots: int | None = None) -> dict[str, Any]:
     out["last_decode"] = s.last_decode()
     out["spec"] = s.spec.as_json()
     out["server_args"] = s.last.server_args
-    out["findings"] = [f.as_json() for f in s.findings]
+    findings = [f.as_json() for f in s.findings]
+    if not any(ev.time is not None or not isinstance(ev, (E.Text, E.PythonWarning)) for ev in _summary_events(text)):
+        quoted = quoted_messages(text)
+        if quoted:
+            findings.append(Finding("quoted_only", "no log lines, only SGLang messages quoted in prose (not read as "
+                                    "this run's log): " + "; ".join(q.message[:160] for q in quoted[:6])).as_json())
+    out["findings"] = findings
     out["capacity"] = _capacity_json(s.capacity(), what_if_slots)
     return out
 
@@ -230,18 +237,45 @@ def _gpu(text: str) -> dict[str, Any]:
                     "gpu_extra_processes",
                     f"GPU{g.index} holds {g.memory_used_mib - lo:g} MiB more than the least used GPU; "
                     f"{len(g.processes)} processes on it, {len(small)} small ones with {sum(small):g} MiB together"))
+    if not gpus:
+        for i, panel in enumerate(process_panels(text), 1):
+            if panel.rows:
+                procs = "; ".join(f"GPU{g} PID {p.pid} {p.name or '?'} {p.memory_mib:g} MiB" for g, p in panel.rows)
+                findings.append(Finding("gpu_processes_only",
+                                        f"process panel {i}: {len(panel.rows)} process(es), no GPU rows: {procs}"))
+            elif not panel.none_found:
+                findings.append(Finding("gpu_processes_hidden",
+                                        f"process panel {i} is empty without 'No running processes found': "
+                                        "nvidia-smi in a container lists no processes of other PID "
+                                        "namespaces (the host's); the GPU memory may still be in use"))
     out["findings"] = [f.as_json() for f in findings]
+    return out
+
+
+_QUOTED = re.compile(r"`([^`\n]{12,400})`|\"([^\"\n]{12,400})\"")
+
+
+def quoted_messages(text: str) -> list[E.Event]:
+    """SGLang messages quoted inside prose (a Markdown report, an issue): the known formats
+    among its inline code spans and double-quoted strings, in order. They are what the
+    writer saw, not this input's log lines: the summary does not fold them."""
+    out = []
+    for m in _QUOTED.finditer(text):
+        ev = E.parse_line(m.group(1) or m.group(2))
+        if not isinstance(ev, (E.Text, E.PythonWarning)):
+            out.append(ev)
     return out
 
 
 def _looks_like_log(text: str) -> bool:
     """Some line of ``text`` is SGLang's: an enveloped line (``[time rank] message``), a
     message in a known format (a traceback, a ready line, ...), or what the summary reads as
-    an outcome or a failure (an argparse usage error); not only plain text."""
+    an outcome or a failure (an argparse usage error), or prose that quotes SGLang's
+    messages (a pasted report); not only plain text."""
     if any(ev.time is not None or not isinstance(ev, (E.Text, E.PythonWarning)) for ev in _summary_events(text)):
         return True
     s = _summary(text)
-    return s.failure is not None or s.outcome not in (None, "unknown")
+    return s.failure is not None or s.outcome not in (None, "unknown") or bool(quoted_messages(text))
 
 
 def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int | None = None) -> dict[str, Any]:

@@ -21,7 +21,9 @@ Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
   startup lines: a ``ValueError``/``AssertionError`` or an argparse ``error:`` not raised in
   a forward pass), ``crashed`` (any other exception, a scheduler death, a child crash, a
   SIGQUIT), ``exited`` (``Killed`` / ``kill_process_tree`` without a shown exception),
-  ``ready`` (``The server is fired up``), ``starting`` (startup lines only), ``unknown``.
+  ``ready`` (``The server is fired up``, a decode/prefill batch served, or uvicorn's
+  ``Application startup complete.`` with a 200 on ``/generate``, ``/health`` or
+  ``/health_generate``), ``starting`` (startup lines only), ``unknown``.
   A cut traceback (no exception line) gives ``crashed`` with exception None: no cause is
   guessed.
 - **Request errors**: SGLang logs tracebacks it survives (an HTTP handler's exception, a
@@ -33,10 +35,25 @@ Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
 - **Queueing**: while the last decode line shows a queue on a hybrid Mamba model, finding
   ``queueing`` names the limit (:mod:`mambaconsole.sglang.capacity` verdict) and, at the
   admission cap, the Mamba slots left idle by the cap's reservation.
-- **Failure phase**: ``args`` (before weight loading), ``load`` (weights loading; any OOM
-  before ``Load weight end``), ``startup`` (after weights, before serving; warm-up),
-  ``runtime`` (after ready, or a scheduler exception after HTTP came up), None when the
-  excerpt does not tell.
+- **Failure phase**: ``runtime`` once the boot served (ready line, batches) or for a
+  scheduler exception after HTTP came up; else what the traceback's frames show (serving
+  loop: ``runtime``; weight loading: ``load``; scheduler / worker / pool / graph set-up:
+  ``startup``); else from the lines before it: ``args`` (before weight loading), ``load``
+  (weights loading), ``startup`` (after weights, before serving; warm-up; or HTTP answered
+  503s but never served), ``runtime`` for an excerpt with only a PyTorch OOM that shows
+  CUDA-graph private pools (capture was done); None when the excerpt does not tell.
+- **Root cause**: the failure is the first traceback of the boot, except that an exception
+  SGLang's own processes raised (a ``<Process> hit an exception`` header, a frame in
+  SGLang's code) replaces a bare exception line before it (a test harness's
+  ``TimeoutError``).
+- **Draft model**: a rank's second ``Load weight end`` in a boot is the speculative draft
+  model's (a draft class name, ``...MTP``/``...NextN``/``Eagle``/``...DraftModel``, or a
+  class other than the target's); its weights never replace the target's and it turns
+  speculation on. A second load of the target's own class begins a new boot. After the
+  scheduler's set-up line (``max_total_num_tokens=``) without a draft model, speculation
+  is off unless the ServerArgs or decode lines say otherwise.
+- **Mamba pool** not printed: the size the decode lines' ``mamba num``/``mamba usage``
+  pairs determine (:func:`mambaconsole.sglang.capacity.pool_from_usage`).
 """
 
 from __future__ import annotations
@@ -47,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mambaconsole.sglang import events as E
-from mambaconsole.sglang.capacity import Capacity, Sample, capacity
+from mambaconsole.sglang.capacity import Capacity, Sample, capacity, pool_from_usage
 from mambaconsole.sglang.spec import SpecStats, spec_stats
 
 __all__ = [
@@ -79,6 +96,8 @@ class RankMemory:
 
     rank: str | None
     weights: float | None = None
+    #: the speculative draft model's weights (its own ``Load weight end``), never the target's
+    draft_weights: float | None = None
     kv_cache: float | None = None
     kv_tokens: int | None = None
     mamba_conv: float | None = None
@@ -86,6 +105,8 @@ class RankMemory:
     mamba_intermediate: float | None = None
     mamba_slots: int | None = None
     mamba_line_cut: bool = False
+    #: the target model's class as ``Load weight end`` printed it (``type=``)
+    arch: str | None = None
     cuda_graph: float | None = None
     avail_after_load: float | None = None
     avail_after_pool: float | None = None
@@ -105,7 +126,7 @@ class RankMemory:
         """Every value of this rank: the memory_gb keys plus KV tokens, Mamba slots, free
         memory after the pools / before and after graph capture, graph batch sizes."""
         d = self.as_json()
-        d.update({"kv_tokens": self.kv_tokens, "mamba_slots": self.mamba_slots,
+        d.update({"draft_weights": self.draft_weights, "kv_tokens": self.kv_tokens, "mamba_slots": self.mamba_slots,
                   "avail_after_pool": self.avail_after_pool, "avail_before_graph": self.avail_before_graph,
                   "avail_after_graph": self.avail_after_graph,
                   "graph_batch_sizes": list(self.graph_batch_sizes) if self.graph_batch_sizes else None})
@@ -162,6 +183,18 @@ class Boot:
     decodes: list[E.DecodeBatch] = field(default_factory=list)
     ready: bool = False
     http_up: bool = False
+    #: uvicorn's "Application startup complete." seen
+    app_started: bool = False
+    #: an access line answered 200 on /generate, /health or /health_generate
+    http_served: bool = False
+    #: an access line of any status: the HTTP server was up and answering
+    http_answered: bool = False
+    #: a decode or prefill batch line: the server served requests
+    served: bool = False
+    #: ranks whose draft model (speculative decoding) loaded: rank -> its weights GB
+    draft_weights: dict = field(default_factory=dict)
+    #: ranks with a second ``Load weight begin`` in this boot whose end line is still to come
+    second_load: set = field(default_factory=set)
     weights_started: bool = False
     weights_loaded: bool = False
     failure: Failure | None = None
@@ -172,6 +205,12 @@ class Boot:
     request_errors: list[E.Traceback] = field(default_factory=list)
     pending_error: E.Traceback | None = None  # a request error no batch line followed yet
     crash_lines: bool = False  # SIGQUIT / child crash / kill lines seen (the failure is final)
+
+    @property
+    def serving(self) -> bool:
+        """The server served: SGLang's ready line, a decode or prefill batch, or uvicorn's
+        "Application startup complete." with a 200 on ``/generate`` or ``/health``."""
+        return self.ready or self.served or (self.app_started and self.http_served)
 
     def rank(self, rank: str | None) -> RankMemory:
         m = self.memory.get(rank)
@@ -219,7 +258,10 @@ class LogSummary:
         if b.capped is not None and b.capped.max_mamba_cache_size is not None:
             return b.capped.max_mamba_cache_size
         v = (b.server_args or {}).get("max_mamba_cache_size")
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        # not printed: what the decode lines' mamba num / mamba usage pairs determine
+        return pool_from_usage(Sample.of(d) for d in b.decodes)
 
     def concurrency(self) -> dict[str, Any]:
         b = self.last
@@ -262,6 +304,52 @@ class LogSummary:
 # ---------------------------------------------------------------------------------------
 
 
+#: paths whose 200 answer shows the server serving (``http_server.py``: /generate runs a
+#: request through the scheduler; /health and /health_generate answer 200 only once it serves)
+_READY_PATHS = frozenset(("/generate", "/health", "/health_generate"))
+
+#: SGLang's draft-model classes (speculative decoding), by the names its model registry uses:
+#: ``...ForCausalLMMTP``, ``...NextN``, ``...Eagle``/``Eagle3...``, ``...DraftModel``
+#: (0.5.23 ``srt/models/*.py`` ``EntryClass``; the same suffixes since 0.5.5)
+_DRAFT_ARCH = re.compile(r"(?:MTP|NextN|DraftModel)$|Eagle|Medusa|DFlash")
+
+
+def is_draft_arch(arch: str | None) -> bool:
+    """Whether a ``Load weight end`` ``type=`` names a speculative draft model class."""
+    return bool(arch) and _DRAFT_ARCH.search(arch) is not None
+
+
+def _restarts(b: Boot, ev: E.Event, loaded_ranks: set) -> bool:
+    """A startup line that begins a new server start in a boot that has not ended: a rank's
+    distributed init after it loaded weights; a second ``Load weight end`` of the target's
+    own class (a draft model's class, or a second load SGLang started right after the
+    first without a distributed init, is the speculative draft model of this boot)."""
+    if ev.rank not in loaded_ranks:
+        return False
+    if isinstance(ev, E.DistributedInit):
+        # 0.5.23 prints "Memory baseline taken" for every model runner, the draft's too
+        return not ev.message.startswith("Memory baseline")
+    if isinstance(ev, E.WeightsLoadBegin):
+        return False  # decided by its end line
+    if isinstance(ev, E.WeightsLoaded):
+        if is_draft_arch(ev.arch):
+            return False
+        target = b.memory.get(ev.rank)
+        target_arch = target.arch if target else None
+        if ev.arch is not None and target_arch is not None:
+            return ev.arch == target_arch
+        return ev.rank not in b.second_load
+    return False
+
+
+def _raised_by_sglang(ev: E.Event | None) -> bool:
+    """An exception SGLang's own processes raised: a ``<Process> hit an exception`` header or
+    a frame in SGLang's code; not a bare exception line (a test harness's ``TimeoutError``)."""
+    if not isinstance(ev, E.Traceback):
+        return ev is not None
+    return ev.origin is not None or any("sglang" in f.file for f in ev.frames)
+
+
 def _is_startup(ev: E.Event) -> bool:
     return isinstance(ev, (E.DistributedInit, E.WeightsLoadBegin, E.WeightsLoaded))
 
@@ -284,21 +372,59 @@ def _phase_without_context(tb: E.Traceback) -> str | None:
     return None
 
 
+#: what a traceback's frames show SGLang was doing (function names and files of 0.5.5-0.5.23):
+#: serving (the scheduler's event loop and batch processing), loading weights (ModelRunner.
+#: load_model, the model loaders), setting up (Scheduler.__init__, the TP worker and model
+#: runner set-up, memory pools, CUDA graph capture). Checked in this order: a serving frame
+#: anywhere wins, then weight loading, then set-up.
+_FRAMES_SERVING = re.compile(r"event_loop|run_batch|process_batch|process_input_requests|handle_generate_request|"
+                             r"get_next_batch_to_run|get_new_batch_prefill|update_running_batch")
+_FRAMES_LOAD = re.compile(r"load_model|load_weights|model_loader/|weight_utils|download_weights")
+_FRAMES_SETUP = re.compile(r"init_model_worker|init_tp_model_worker|TpModelWorker|init_memory_pool|init_cache|"
+                           r"capture|init_device_graphs|init_cuda_graphs|alloc_memory|MambaPool|"
+                           r"memory_pool\.py|scheduler\.py __init__|model_runner\.py (?:__init__|initialize)")
+
+
+def _frames_phase(tb: E.Traceback) -> str | None:
+    """The phase the frames show (module rule above), or None when they show none."""
+    if not tb.frames:
+        return None
+    text = " ".join(f"{f.file} {f.function or ''}" for f in tb.frames)
+    named = " ".join(f"{f.file.rsplit('/', 1)[-1]} {f.function or ''}" for f in tb.frames)
+    if _FRAMES_SERVING.search(text):
+        return "runtime"
+    if _FRAMES_LOAD.search(text):
+        return "load"
+    if _FRAMES_SETUP.search(text) or _FRAMES_SETUP.search(named):
+        return "startup"
+    return None
+
+
 def _failure_phase(boot: Boot, ev: E.Event) -> str | None:
     started = boot.weights_started or boot.weights_loaded or any(
         _is_startup(e) or isinstance(e, (E.KVCacheAllocated, E.MambaCacheAllocated, E.MemoryPoolEnd,
                                          E.GraphCaptureBegin, E.GraphCaptureEnd, E.ReadySummary))
         for e in boot.events)
-    if boot.ready:
-        return "runtime"
+    if boot.serving:
+        return "runtime"  # batches were served (or SGLang said it was ready) before it
     if boot.http_up and isinstance(ev, E.Traceback) and ev.origin == "Scheduler":
         return "runtime"
+    tb = ev if isinstance(ev, E.Traceback) else None
+    if tb is not None and not (tb.frames and re.search(r"sglang/srt/(server_args\.py|arg_groups/)", tb.frames[-1].file)):
+        fp = _frames_phase(tb)
+        if fp is not None:
+            return fp
     if not started:
-        if isinstance(ev, E.Traceback):
+        if tb is not None:
             if boot.server_args is not None or boot.deprecated_flags:
-                return "args" if not ev.oom else "load"
-            return _phase_without_context(ev)
-        return None
+                return "args" if not tb.oom else "load"
+            if boot.http_answered:
+                return "startup"  # HTTP answered (503s) but never served: start-up did not finish
+            oom = tb.oom_numbers
+            if oom is not None and oom.graph_pools_gib:
+                return "runtime"  # CUDA graph pools exist: capture, the end of start-up, was done
+            return _phase_without_context(tb)
+        return "startup" if boot.http_answered else None
     if not boot.weights_loaded:
         return "load"
     return "startup"
@@ -344,14 +470,14 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
             if b.events and (b.weights_started or b.weights_loaded or b.ended or b.server_args is not None):
                 b = _new_boot(boots)
                 loaded_ranks = set()
-        elif _is_startup(ev) and (b.ended or (isinstance(ev, (E.WeightsLoadBegin, E.DistributedInit))
-                                              and ev.rank in loaded_ranks)):
+        elif _is_startup(ev) and (b.ended or _restarts(b, ev, loaded_ranks)):
             b = _new_boot(boots)
             loaded_ranks = set()
         b.events.append(ev)
         t = type(ev)
         if t is E.DecodeBatch or t is E.PrefillBatch:
             _served(b)
+            b.served = True
             if t is E.DecodeBatch:
                 b.decodes.append(ev)  # type: ignore[arg-type]
             continue
@@ -359,10 +485,22 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
             b.server_args = ev.args  # type: ignore[attr-defined]
         elif t is E.WeightsLoadBegin:
             b.weights_started = True
+            if ev.rank in loaded_ranks:
+                b.second_load.add(ev.rank)
+        elif t is E.DistributedInit and not ev.message.startswith("Memory baseline"):
+            b.second_load.discard(ev.rank)
         elif t is E.WeightsLoaded:
             b.weights_loaded = True
+            if ev.rank in loaded_ranks:
+                # the same rank's second load in this boot: the draft model (_restarts
+                # split the boot when it was the target again)
+                b.draft_weights[ev.rank] = ev.mem_usage_gb  # type: ignore[attr-defined]
+                b.rank(ev.rank).draft_weights = ev.mem_usage_gb  # type: ignore[attr-defined]
+                b.second_load.discard(ev.rank)
+                continue
             loaded_ranks.add(ev.rank)
             r = b.rank(ev.rank)
+            r.arch = ev.arch  # type: ignore[attr-defined]
             r.weights = ev.mem_usage_gb  # type: ignore[attr-defined]
             r.avail_after_load = ev.avail_gb  # type: ignore[attr-defined]
         elif t is E.KVCacheAllocated:
@@ -411,15 +549,23 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
             b.ready = True
         elif t is E.HttpServerUp:
             b.http_up = True
+        elif t is E.AppStartupComplete:
+            b.app_started = True
+        elif t is E.HttpAccess:
+            b.http_answered = True
+            if ev.status == 200 and (ev.path or "").split("?")[0] in _READY_PATHS:  # type: ignore[attr-defined]
+                b.http_served = True
         elif t is E.SettingChanged:
             b.settings.append(ev)  # type: ignore[arg-type]
         elif t is E.FlagDeprecated:
             b.deprecated_flags.append(ev)  # type: ignore[arg-type]
-        elif t is E.Traceback and b.ready and ev.origin is None and b.failure is None:  # type: ignore[attr-defined]
+        elif t is E.Traceback and b.serving and ev.origin is None and b.failure is None:  # type: ignore[attr-defined]
             b.request_errors.append(ev)  # type: ignore[arg-type]
             b.pending_error = ev  # type: ignore[assignment]
         elif t is E.Traceback:
-            if b.failure is None or (b.failure.exception is None and ev.exc_type):  # type: ignore[attr-defined]
+            f = b.failure
+            if f is None or (f.exception is None and ev.exc_type) or (  # type: ignore[attr-defined]
+                    not _raised_by_sglang(f.event) and _raised_by_sglang(ev)):
                 b.failure = Failure(phase=_failure_phase(b, ev), exception=ev.exc_type,  # type: ignore[attr-defined]
                                     message=ev.exc_message, rank=ev.rank, event=ev)  # type: ignore[attr-defined]
             b.ended = True
@@ -453,6 +599,12 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
     configured = None
     if "speculative_algorithm" in sa:
         configured = sa.get("speculative_algorithm") is not None
+    if last.draft_weights:
+        configured = True  # a draft model loaded
+    elif configured is None and last.summary is not None and last.memory and not last.second_load:
+        # the scheduler finished its set-up (its max_total_num_tokens= line comes after the
+        # draft worker's, scheduler.py init_model_worker) and no draft model loaded
+        configured = False
     stats = spec_stats(last.decodes, version=version, configured=configured)
     s = LogSummary(boots=boots, ranks=ranks, version=version, outcome=outcome, failure=last.failure,
                    spec=stats, findings=[])
@@ -487,7 +639,7 @@ def _outcome(b: Boot) -> str:
         return "exited"
     if any(isinstance(e, E.SigquitReceived) for e in b.events):
         return "crashed"
-    if b.ready:
+    if b.serving:
         return "ready"
     if b.weights_started or b.weights_loaded or b.memory or b.summary is not None or b.http_up \
             or any(_is_startup(e) for e in b.events):
