@@ -22,7 +22,7 @@ from mambaconsole.sglang import events as E
 from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table, process_panels
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
 from mambaconsole.sglang.capacity import Capacity, capacity
-from mambaconsole.sglang.server_info import parse_server_info
+from mambaconsole.sglang.server_info import looks_like_server_info, parse_server_info
 from mambaconsole.sglang.summary import Finding, RankMemory, rank_sort_key, summarize
 
 __all__ = ["detect_kind", "inspect_text", "empty_result", "KINDS"]
@@ -278,6 +278,21 @@ def _looks_like_log(text: str) -> bool:
     return s.failure is not None or s.outcome not in (None, "unknown") or bool(quoted_messages(text))
 
 
+def _refuse_other_json(text: str) -> None:
+    """Raise ConsoleError for a JSON object that is not SGLang's server info
+    (:func:`~mambaconsole.sglang.server_info.looks_like_server_info`: ``model_path`` and
+    ``tp_size``, or ``internal_states``), e.g. a run's ``status.json``, naming its first keys."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return  # not JSON at all: parse_server_info says so
+    if isinstance(obj, dict) and not looks_like_server_info(obj):
+        keys = list(obj)[:8]
+        raise ConsoleError("JSON, but not SGLang's server info (/server_info, /get_server_info): it has neither "
+                           "model_path and tp_size nor internal_states; its keys: "
+                           + (", ".join(keys) + (", ..." if len(obj) > len(keys) else "") if keys else "none"))
+
+
 def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int | None = None) -> dict[str, Any]:
     """The ``inspect --json`` object for a file's content. ``kind`` forces the detection;
     ``what_if_slots`` fills ``capacity.what_if`` for ``--max-mamba-cache-size N``. Raises
@@ -294,6 +309,7 @@ def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int 
                            "format ([YYYY-MM-DD HH:MM:SS] message) or a known SGLang message "
                            "(--kind log reads it as a log anyway)")
     if kind == "server_info":
+        _refuse_other_json(text)
         return _server_info(text, what_if_slots)
     if kind == "metrics":
         return _metrics(text)
