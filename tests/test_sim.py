@@ -122,16 +122,31 @@ def test_extra_buffer_with_default_caps_ooms_while_allocating_the_mamba_cache(si
     assert run.wait() == -signal.SIGKILL  # SGLang's launcher SIGKILLs itself: a shell sees 137
     text = run.text()
     msgs = messages(text)
-    assert "Mamba Cache is allocated." not in text
     crash = [m for m in msgs if m.startswith("Scheduler hit an exception: ")]
     assert crash == ["Scheduler hit an exception: Traceback (most recent call last):"]
-    # the failing allocation is the fixed-size speculative SSM cache: 17 x 4 draft tokens x SSM state
-    inter = (16 + 1) * 4 * LINEAR_LAYERS * SSM_PER_LAYER
     oom = [line for line in text.splitlines() if line.startswith("torch.OutOfMemoryError: ")]
     assert len(oom) == 1
-    assert oom[0].startswith(f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {inter / GIB:.2f} GiB. "
-                             "GPU 0 has a total capacity of 96.00 GiB of which ")
-    assert "intermediate_ssm_state_cache = torch.zeros(" in text
+    if version == "0.5.11":
+        assert "Mamba Cache is allocated." not in text
+        # the failing allocation is the fixed-size speculative SSM cache: 17 x 4 draft tokens x SSM state
+        inter = (16 + 1) * 4 * LINEAR_LAYERS * SSM_PER_LAYER
+        assert oom[0].startswith(f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {inter / GIB:.2f} GiB. "
+                                 "GPU 0 has a total capacity of 96.00 GiB of which ")
+        assert "intermediate_ssm_state_cache = torch.zeros(" in text
+    else:
+        # 0.5.23 solves the Mamba pool and the intermediate caches jointly
+        # (kv_cache_configurator.py _handle_max_mamba_cache), so the smaller pool fits and the
+        # KV cache runs out: 5 slots per request (3 + 2 overlap tracking), 4 draft tokens
+        slot = LINEAR_LAYERS * (SSM_PER_LAYER + CONV_PER_LAYER)
+        pre = (96 * GIB - int(0.55 * GIB)) / GIB
+        rest = pre - int(51.20 * GIB) / GIB - pre * (1 - 0.9)
+        size = int((rest * 0.9 / 1.9 * GIB - slot * 5) // (slot * (1 + 4 / 5)))
+        reqs = min(16, size // 5)
+        rest -= (slot * (reqs + 1) * 4 + (size + 1) * slot) / GIB
+        tokens = int(rest * GIB) // (16 * 4 * 512 * 2)
+        assert f"Mamba Cache is allocated. max_mamba_cache_size: {size}," in text
+        one_side = (tokens + 1) * 16 * 4 * 256 * 2
+        assert oom[0].startswith(f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {one_side / GIB:.2f} GiB. ")
     assert "memory_pool.py" in text.split("torch.OutOfMemoryError")[0].splitlines()[-2]
     # §4.4: launch-phase SIGQUIT handler; 0.5.13+ logs kill_process_tree
     after = msgs[msgs.index(crash[0]) + 1:]
@@ -207,18 +222,26 @@ def test_capped_extra_buffer_reaches_ready_and_serves(sim_process, free_port, ve
         rx = fmt_regex(fmt.replace("backend={s} ", "backend={s}, "))
         assert any(rx.match(m) for m in msgs), f"no line of format {fmt!r}"
     mamba = next(m for m in msgs if m.startswith("Mamba Cache is allocated."))
-    # 24 slots + padding slot + 2 ping-pong slots per cache slot (overlap on); 17 x 4 spec slots
+    # 24 slots + padding slot + 2 ping-pong slots per cache slot (overlap on); the intermediate
+    # caches hold (max_running_requests + 1) x 4 draft tokens rows, the request count after
+    # the Mamba cap (24 // 5 = 4): SGLang passes mamba_spec_state_size=max_num_reqs
+    # (0.5.11 model_runner_kv_cache_mixin.py:253, 0.5.23 kv_cache_configurator.py:1721)
     slots = 24 + 1 + 2 * 24
+    spec_rows = (24 // 5 + 1) * 4
     assert mamba == (
         f"Mamba Cache is allocated. max_mamba_cache_size: 24, "
         f"conv_state size: {slots * LINEAR_LAYERS * CONV_PER_LAYER / GIB:.2f}GB, "
         f"ssm_state size: {slots * LINEAR_LAYERS * SSM_PER_LAYER / GIB:.2f}GB "
-        f"intermediate_ssm_state_cache size: {68 * LINEAR_LAYERS * SSM_PER_LAYER / GIB:.2f}GB "
-        f"intermediate_conv_window_cache size: {68 * LINEAR_LAYERS * CONV_PER_LAYER / GIB:.2f}GB "
+        f"intermediate_ssm_state_cache size: {spec_rows * LINEAR_LAYERS * SSM_PER_LAYER / GIB:.2f}GB "
+        f"intermediate_conv_window_cache size: {spec_rows * LINEAR_LAYERS * CONV_PER_LAYER / GIB:.2f}GB "
     )
     # KV tokens: what --mem-fraction-static 0.9 leaves after weights, spec reserve and 24 slots
     pre = 96 * GIB - int(0.55 * GIB)
-    rest = pre - int(51.20 * GIB) - pre * (1 - 0.9) - int(16 * 4 * SLOT) - 24 * SLOT
+    if version == "0.5.11":
+        rest = pre - int(51.20 * GIB) - pre * (1 - 0.9) - int(16 * 4 * SLOT) - 24 * SLOT
+    else:
+        # 0.5.23 reserves (min(16, 24 // 5) + 1) x 4 intermediate rows and charges the padding slot
+        rest = pre - int(51.20 * GIB) - pre * (1 - 0.9) - (24 // 5 + 1) * 4 * SLOT - (24 + 1) * SLOT
     tokens = int(rest // KV_PER_TOKEN)
     summary = next(m for m in msgs if m.startswith("max_total_num_tokens="))
     assert summary.startswith(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
@@ -275,7 +298,10 @@ def test_capped_extra_buffer_reaches_ready_and_serves(sim_process, free_port, ve
     (proc,) = g["processes"]
     assert proc["pid"] == run.proc.pid and "mambaconsole.sim" in proc["cmdline"]
     assert g["memory_used_mib"] == proc["used_mib"]
-    assert 94 * 1024 < proc["used_mib"] < 96 * 1024  # the 0.9 fraction plus graphs fills the card
+    # context + weights + Mamba rows (73 state, spec_rows intermediate) + K and V + graphs (0.9 + 0.4 GiB)
+    used = (int(0.55 * GIB) + int(51.20 * GIB) + (slots + spec_rows) * SLOT + 2 * (tokens + 1) * (KV_PER_TOKEN // 2)
+            + int(0.9 * GIB) + int(0.4 * GIB))
+    assert abs(proc["used_mib"] - used / (1 << 20)) <= 1
     assert 0 <= g["utilization_pct"] <= 100
 
     assert run.stop() == -signal.SIGTERM

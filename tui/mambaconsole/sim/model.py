@@ -110,6 +110,33 @@ class HybridModel:
         """K + V bytes per token (SGLang's ``cell_size``)."""
         return 2 * self.kv_bytes_per_token_one_side
 
+    def config_json(self) -> dict:
+        """The model's ``config.json`` as far as SGLang's sizing reads it (``text_config`` of
+        the multimodal wrapper, as Qwen3.6-27B publishes it); the simulated node serves it as
+        the model's config for ``mambaconsole plan``."""
+        dtype = {4: "float32", 2: "bfloat16"}
+        return {
+            "architectures": [self.architecture],
+            "model_type": "qwen3_5",
+            "text_config": {
+                "model_type": "qwen3_5_text",
+                "num_hidden_layers": self.num_hidden_layers,
+                "full_attention_interval": self.full_attention_interval,
+                "num_key_value_heads": self.num_key_value_heads,
+                "num_attention_heads": 24,
+                "hidden_size": 5120,
+                "head_dim": self.head_dim,
+                "linear_num_key_heads": self.linear_num_key_heads,
+                "linear_key_head_dim": self.linear_key_head_dim,
+                "linear_num_value_heads": self.linear_num_value_heads,
+                "linear_value_head_dim": self.linear_value_head_dim,
+                "linear_conv_kernel_dim": self.linear_conv_kernel_dim,
+                "max_position_embeddings": self.context_len,
+                "mamba_ssm_dtype": dtype[self.ssm_itemsize],
+                "torch_dtype": dtype[self.kv_itemsize],
+            },
+        }
+
 
 #: Qwen3.6-27B: 51 GB of bf16 weights (51.20 GiB as SGLang's "GB" counts them).
 QWEN36_27B = HybridModel(

@@ -226,9 +226,11 @@ class SimServer:
         self.truth["weights_bytes"] = model.weight_bytes
         if plan.outcome == "not_enough_memory":
             # MemoryPoolConfig is built without mem_fraction_static here, so no "Current value" suffix
-            msg = "Not enough memory. Please try to increase --mem-fraction-static."
-            self.truth["error"] = {"type": "RuntimeError", "message": msg}
-            return self._scheduler_crash(render_traceback(not_enough_memory_frames(self.version), f"RuntimeError: {msg}", self.site), "not_enough_memory")
+            exc, msg = "RuntimeError", "Not enough memory. Please try to increase --mem-fraction-static."
+            if plan.error and not plan.error.startswith("RuntimeError: Not enough memory."):
+                exc, _, msg = plan.error.partition(": ")  # another sizing error of the budget (0.5.23)
+            self.truth["error"] = {"type": exc, "message": msg}
+            return self._scheduler_crash(render_traceback(not_enough_memory_frames(self.version), f"{exc}: {msg}", self.site), "not_enough_memory")
         if self.version != "0.5.11" and plan.capped_by_mamba:
             self.log.log(
                 f"max_running_requests is capped to {plan.max_running_requests} by the mamba state cache "
