@@ -136,7 +136,7 @@ async def test_pane_shows_gpu1_processes_and_history_peak_is_the_max_observed(no
             assert row.split()[1] == "1", row
 
             peak = max(max(s) for s in samples)  # the fullest GPU at its fullest
-            want = f"{peak / 1024:.1f} GiB"
+            want = f"{peak / 1024:.1f} GiB seen"  # sampled: the log says nothing of memory
             await pilot.press("h")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
             from mambaconsole.ui.history import COLUMNS

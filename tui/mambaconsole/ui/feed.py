@@ -211,7 +211,8 @@ class Feed:
         ``time_to_ready`` (seconds from the log's first timestamp to the ready line),
         ``budget_gb`` (the memory budget the log reported: weights + KV + Mamba + graphs, in
         SGLang's "GB" as it prints them, 2**30 bytes; a budget, not a measured peak),
-        ``mean_accept_len``. Reads at most ``max_bytes`` of the log
+        ``mean_accept_len``, ``oom_in_use_gib`` (what PyTorch's OOM message says the process had
+        in use when it failed, GiB; None without one), ``failure``. Reads at most ``max_bytes`` of the log
         (its head and its tail when longer)."""
         from mambaconsole.sglang.events import LogParser, ServerReady
         from mambaconsole.sglang.summary import summarize
@@ -236,7 +237,9 @@ class Feed:
         mem = s.memory_gb()
         parts = [mem.get(k) for k in ("weights", "kv_cache", "mamba_total", "cuda_graph")]
         budget = round(sum(p for p in parts if p), 2) if any(parts) else None
+        oom = s.failure.oom if s.failure is not None else None
         return {"outcome": s.outcome, "time_to_ready": ttr, "budget_gb": budget, "mean_accept_len": s.spec.mean_accept_len,
+                "oom_in_use_gib": oom.in_use_gib if oom is not None else None,
                 "failure": (f"{s.failure.exception or ''}: {s.failure.message or ''}".strip(": ") if s.failure else None)}
 
     # ----------------------------------------------------------------- gpu

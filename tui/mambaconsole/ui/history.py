@@ -3,10 +3,13 @@ previous run, outcome, time to ready, peak GPU memory, the log's memory budget, 
 length. What the run record does not hold is read from each run's log on the node (SGLang
 knowledge's ``summarize``), in a worker, and filled in as it arrives.
 
-"peak GPU" is measured: the highest used memory of one GPU (NVML / nvidia-smi MiB, shown in
-GiB) a console saw while the run was current and alive, kept with the run on the node
-(``RunStore.note``). "budget" is what the run's log said it allocated (weights + KV cache +
-Mamba cache + CUDA graphs), in SGLang's own "GB" label (SGLang's GB are 2**30 bytes)."""
+"peak GPU" is the largest of (:func:`peak`): what a console sampled (the highest used memory of
+one GPU, NVML / nvidia-smi MiB, while the run was current and alive, kept with the run on the
+node by ``RunStore.note``), what PyTorch's OOM message says the process had in use when it
+failed, and the budget its log reported allocated; the cell says which (``seen``, ``OOM msg``,
+``log``): samples every few seconds miss the last allocations before an OOM. "budget" is what
+the run's log said it allocated (weights + KV cache + Mamba cache + CUDA graphs). One unit on the
+screen: GiB (SGLang's log says "GB" and means 2**30 bytes; PyTorch's message prints GiB)."""
 
 from __future__ import annotations
 
@@ -36,11 +39,26 @@ class Summarised(Message):
         self.run_id, self.summary = run_id, summary
 
 
+#: where a peak came from: its word in the cell, its words in the detail line
+PEAK_SOURCES = {"seen": "sampled by a console", "OOM msg": "PyTorch's OOM message: in use when the run failed",
+                "log": "the log's budget: allocated by the run"}
+
+
+def peak(sampled_mib: float | None, oom_in_use_gib: float | None = None,
+         budget_gib: float | None = None) -> tuple[float, str] | None:
+    """The run's peak GPU memory in GiB and its source (a key of :data:`PEAK_SOURCES`): the
+    largest of the sampled MiB / 1024, the OOM message's in-use GiB and the log's budget GiB
+    (each a lower bound of the true peak); None when none is known."""
+    known = [(v, src) for v, src in ((sampled_mib / 1024 if sampled_mib is not None else None, "seen"),
+                                     (oom_in_use_gib, "OOM msg"), (budget_gib, "log")) if v]
+    return max(known, key=lambda x: x[0]) if known else None
+
+
 def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
                  peaks: dict[str, float] | None = None, current: tuple[str, str] | None = None) -> list[tuple]:
     """One tuple of cell texts per run (the COLUMNS), newest first (``summaries``: run id ->
     run_summary(); ``peaks``: run id -> peak GPU MiB this console saw, merged with the run
-    record's by taking the larger; ``current``: (run id, status word) of the run the header
+    record's and the log's numbers by :func:`peak`; ``current``: (run id, status word) of the run the header
     shows, whose word wins). Outcomes in the header's words (:func:`state_label`)."""
     summaries = summaries or {}
     peaks = peaks or {}
@@ -53,11 +71,12 @@ def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
         out = state_label(word, r.exit_code)
         ttr = r.time_to_ready if r.time_to_ready is not None else s.get("time_to_ready")
         seen = [v for v in (r.peak_mem_mib, peaks.get(r.run_id)) if v is not None]
-        peak = f"{max(seen) / 1024:.1f} GiB" if seen else "-"
-        budget = f"{s['budget_gb']:.1f} GB" if s.get("budget_gb") else "-"
+        top = peak(max(seen) if seen else None, s.get("oom_in_use_gib"), s.get("budget_gb"))
+        top_text = f"{top[0]:.1f} GiB {top[1]}" if top else "-"
+        budget = f"{s['budget_gb']:.1f} GiB" if s.get("budget_gb") else "-"
         acc = r.mean_accept_len or s.get("mean_accept_len")
         d = diff_text(prev.argv, r.argv) if prev is not None else "first run"
-        rows.append((r.run_id, when, out, fmt_duration(ttr) if ttr is not None else "-", peak, budget,
+        rows.append((r.run_id, when, out, fmt_duration(ttr) if ttr is not None else "-", top_text, budget,
                      f"{acc:.2f}" if acc else "-", d))
         prev = r
     return list(reversed(rows))
@@ -128,11 +147,19 @@ class HistoryScreen(Screen[str | None]):
             return
         d = Text(no_wrap=False)
         d.append(f"run {rid}", "bold")
-        d.append(f"  {row[2]}  started {row[1]}  to ready {row[3]}  peak {row[4]}  accept len {row[6]}\n")
+        d.append(f"  {row[2]}  started {row[1]}  to ready {row[3]}  peak {self._peak_detail(row[4])}  accept len {row[6]}\n")
         d.append("argv change from the previous run: ", "dim")
         d.append(row[7] or "(none)")
         d.append("\nEnter: show its log in the log pane", "dim")
         self.query_one("#hist-detail", Static).update(d)
+
+    @staticmethod
+    def _peak_detail(cell: str) -> str:
+        """``88.0 GiB OOM msg`` → ``88.0 GiB (PyTorch's OOM message: in use when the run failed)``."""
+        for word, words in PEAK_SOURCES.items():
+            if cell.endswith(" " + word):
+                return f"{cell[: -len(word) - 1]} ({words})"
+        return cell
 
     def on_data_table_row_highlighted(self, _ev: DataTable.RowHighlighted) -> None:
         self._show_detail()
