@@ -40,6 +40,9 @@ LOG_SILENT_S = 300.0
 COLLAPSE_LEN = COLLAPSE_ACCEPT_LEN
 COLLAPSE_RUN = COLLAPSE_BATCHES
 
+#: bytes of the node's log not yet read past which the header says the console is behind
+BEHIND_BYTES = 1 << 20
+
 #: decode lines kept for the Mamba slot estimate (sglang.capacity.HELD_WINDOW)
 RECENT_BATCHES = 16
 
@@ -63,11 +66,26 @@ class LogLine:
 @dataclass(frozen=True)
 class LogLines:
     """A batch of consecutive lines of one run's log (workers batch to keep the UI cheap).
-    ``reset``: the file was truncated or rotated; ``lines`` restart at offset 0."""
+    ``lines``: :class:`LogLine` or any object with its ``offset``, ``text`` and ``nbytes`` (the
+    node layer's :class:`mambaconsole.node.agent.LogLine`, taken as is: one object per line).
+    ``reset``: the file was truncated or rotated; ``lines`` restart at offset 0.
+    ``size``: the file's size on the node when the batch was sent (bytes; ``size`` minus the
+    offset read so far is how far behind the node the console is). ``opened_size``: the reader
+    (re)opened the file when it was that long: lines before it are history, read with their own
+    timestamps, the log's envelope time (node local time read as UTC, see
+    :func:`mambaconsole.sglang.text.envelope_seconds`) + ``time_shift`` seconds being this
+    console's clock. ``skipped``: ``(offset, end)``, after these lines the bytes in between were
+    not read (a long log's middle). ``earlier``: ``(offset, end)``, these lines are a page read
+    back before the lines kept (they go first, and only into the log pane)."""
 
     run_id: str
-    lines: tuple[LogLine, ...]
+    lines: tuple[Any, ...]
     reset: bool = False
+    size: int | None = None
+    opened_size: int | None = None
+    time_shift: float | None = None
+    skipped: tuple[int, int] | None = None
+    earlier: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -516,12 +534,18 @@ class ConsoleState:
         self.resolution: dict | None = None
         self.rows: list[ArgRow] = []
         # log
+        self._log_keep = log_keep
         self.log = LineBuffer(maxlen=log_keep)
         self.log_total = 0
         self.log_dropped = 0
         self.first_error_offset: int | None = None
         self.log_offset = 0  # next byte to read of the shown run's log
         self.log_generation = 0  # bumped whenever the log pane must start over
+        self.log_size: int | None = None  # the shown log's size on the node, last we heard (bytes)
+        self.log_open_size: int | None = None  # its size when the reader (re)opened it
+        self.log_skipped: tuple[int, int] | None = None  # (offset, end): the middle not read
+        self._time_shift: float | None = None  # envelope time (as UTC) + this = console clock
+        self._replaying = False  # the lines being folded are history (their own timestamps)
         # spec
         self.spec = SpecBuffer(maxlen=SPEC_KEEP)
         self.spec_enabled: bool | None = None  # None: not known yet
@@ -730,6 +754,7 @@ class ConsoleState:
         self.log_offset = 0
         self.log_run_id = None
         self.log_generation += 1
+        self._reset_reader()
         self._line_t = None
         self.spec.clear()
         self.spec_sum = 0.0
@@ -762,6 +787,13 @@ class ConsoleState:
         self.log_offset = 0
         self.log_run_id = run_id
         self.log_generation += 1
+        self._reset_reader()
+
+    def _reset_reader(self) -> None:
+        """What the reader of the shown log said (sizes, the skipped middle, its clock)."""
+        if self.log.maxlen != self._log_keep:  # paging back grew it
+            self.log = LineBuffer(maxlen=self._log_keep)
+        self.log_size = self.log_open_size = self.log_skipped = self._time_shift = None
 
     def log_since(self, total: int, *, raw: bool = False) -> list[Any]:
         """The kept lines appended after :attr:`log_total` was ``total`` (oldest first), as
@@ -775,17 +807,30 @@ class ConsoleState:
             self.log_run_id = ev.run_id
         if ev.run_id != self.log_run_id:
             return set()
+        if ev.earlier is not None:
+            return self._earlier(ev)
         changed = {"log"}
-        if ev.lines:
-            self._line_t = self.clock()
-            if ev.run_id == (self.run.run_id if self.run is not None else None):
-                self.last_data = self._line_t
         following_current = self.run is not None and ev.run_id == self.run.run_id
+        if ev.opened_size is not None:
+            self.log_open_size, self._time_shift = ev.opened_size, ev.time_shift
+        if ev.size is not None:
+            self.log_size = ev.size
         if ev.reset:
             self.log_offset = 0  # truncated or rotated: the file's offsets start over
+            self.log_skipped = None
             if following_current:
                 self._understood = 0
         lines = [ln for ln in ev.lines if ln.offset >= self.log_offset] if self.log_offset else list(ev.lines)
+        # lines the file held when it was opened are history: their own timestamps, not now
+        history = bool(lines) and self.log_open_size is not None and lines[0].offset < self.log_open_size \
+            and self._time_shift is not None
+        if lines:
+            self._line_t = self.clock()
+            if history:
+                self._line_t = self._last_line_time(lines) or self._line_t
+            if following_current:
+                self.last_data = self._line_t if self.last_data is None or not history \
+                    else max(self.last_data, self._line_t)
         texts = [ln.text for ln in lines]
         sevs = severities(texts)
         access = poll_access_flags(texts)
@@ -806,8 +851,101 @@ class ConsoleState:
             if sev == "error" and self.first_error_offset is None:
                 self.first_error_offset = line.offset
         if understand and following_current:
-            changed |= self._understand_many(understand)
+            self._replaying = history
+            try:
+                changed |= self._understand_many(understand)
+            finally:
+                self._replaying = False
+        if ev.skipped is not None:
+            a, b = ev.skipped
+            if b > self.log_offset:
+                self.log_skipped = (max(a, self.log_offset), b)
+                self.log_offset = b
+                if following_current:
+                    # the head's last record completes here (the tail starts with other lines)
+                    changed |= self.flush_log()
+                    self._understood = max(self._understood, b)
         return changed
+
+    def page_back_range(self, nbytes: int = 1 << 20) -> tuple[int, int, bool] | None:
+        """The bytes to read for the log pane's next page back, ``(offset, end, aligned)``
+        (``aligned``: ``offset`` is a line start), at most ``nbytes``: the end of the skipped
+        middle while the head's lines are still kept, else before the first kept line (lines
+        the bounded buffer let go, then the middle, then the head). None: the log's start is
+        already kept."""
+        if not self.log:
+            return None
+        first = self.log.raw(0)[0]
+        skip = self.log_skipped
+        if skip is not None and first < skip[0]:
+            lo, end = max(skip[0], skip[1] - nbytes), skip[1]
+        else:
+            lo, end = max(0, first - nbytes), first
+        if end <= 0 or lo >= end:
+            return None
+        return lo, end, lo == 0 or (skip is not None and lo == skip[0])
+
+    def _earlier(self, ev: LogLines) -> set[str]:
+        """A page read back (:meth:`page_back_range`): its lines go in their place among the
+        kept ones, for the log pane only (SGLang knowledge already has what the head and the
+        tail said; the server's counters cover the middle); the buffer grows by the page."""
+        lo, end = ev.earlier
+        kept = list(self.log.tail_raw(len(self.log)))
+        have = {r[0] for r in kept if lo <= r[0] < end}
+        lines = [ln for ln in ev.lines if ln.offset not in have]
+        if self.log_skipped is not None and lo < self.log_skipped[1] and end >= self.log_skipped[1]:
+            a = self.log_skipped[0]
+            self.log_skipped = (a, lo) if lo > a else None
+        if not lines:
+            return {"log"}
+        texts = [ln.text for ln in lines]
+        recs = list(zip((ln.offset for ln in lines), texts, severities(texts), poll_access_flags(texts)))
+        merged = sorted(kept + recs, key=lambda r: r[0])  # two sorted runs: one merge
+        self.log = LineBuffer(merged, maxlen=(self.log.maxlen or LOG_KEEP) + len(recs))
+        err = next((r[0] for r in recs if r[2] == "error"), None)
+        if err is not None and (self.first_error_offset is None or err < self.first_error_offset):
+            self.first_error_offset = err
+        self.log_total += len(recs)
+        self.log_generation += 1  # the pane starts over, with the page in place
+        return {"log"}
+
+    def _last_line_time(self, lines: list[Any]) -> float | None:
+        """This console's clock time of the last of ``lines`` that carries an envelope time."""
+        from mambaconsole.sglang.text import envelope_seconds
+
+        for ln in reversed(lines[-64:]):
+            t = ln.text
+            if t.startswith("["):
+                v = envelope_seconds(t[1:24])  # "[2026-10-01 12:34:56.789 TP0] ..." (ms optional)
+                if v is not None:
+                    return v + self._time_shift
+        return None
+
+    def _when(self, e: Any) -> float:
+        """When a log event happened on this console's clock: its own timestamp for a line
+        replayed from history, else now."""
+        if self._replaying and e.time:
+            from mambaconsole.sglang.text import envelope_seconds
+
+            v = envelope_seconds(e.time)
+            if v is not None:
+                return v + self._time_shift
+        return self.clock()
+
+    def reading_left(self) -> int | None:
+        """Bytes of the log's history still to read (the console is catching up with what the
+        file held when it was opened; a skipped middle not counted), else None."""
+        if self.log_open_size is None or self.log_offset >= self.log_open_size:
+            return None
+        return self.log_open_size - self.log_offset
+
+    def behind_bytes(self) -> int | None:
+        """Bytes the node's log holds that this console has not read yet, once the first read
+        is done and that exceeds :data:`BEHIND_BYTES`; else None."""
+        if self.log_size is None or self.reading_left() is not None:
+            return None
+        left = self.log_size - self.log_offset
+        return left if left > BEHIND_BYTES else None
 
     def _understand_many(self, texts: list[str]) -> set[str]:
         """:meth:`_understand` for a batch of lines, through the parser's batch entry
@@ -859,7 +997,8 @@ class ConsoleState:
 
         if isinstance(e, ev.DecodeBatch):
             self._served_after_error()
-            self.last_batch, self.batch_t = e, self.clock()
+            t = self._when(e)
+            self.last_batch, self.batch_t = e, t
             self.recent_batches.append(e)
             alen = e.accept_len
             if alen is None:
@@ -867,7 +1006,7 @@ class ConsoleState:
                     self.spec_enabled = False
                 return {"spec"}
             self.spec_enabled = True
-            self.spec.append(self.clock(), alen, e.accept_rate, e.gen_throughput)
+            self.spec.append(t, alen, e.accept_rate, e.gen_throughput)
             self.spec_sum += alen
             self.spec_n += 1
             self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
@@ -894,9 +1033,11 @@ class ConsoleState:
             self.started_up = True
         if isinstance(e, ev.ServerReady):
             self.ready_seen = True
-            self.ready_at = self.clock()
+            self.ready_at = self._when(e)
             return {"header"}
         if isinstance(e, ev.ServerArgsDump):
+            if self.dumped_args is not None or self._crash is not None or self._tb_open is not None:
+                self._new_boot()  # the server was launched again into the same log
             self.dumped_args = dict(e.args)
             self._compare_live()
             return {"args"}
@@ -942,6 +1083,20 @@ class ConsoleState:
         if isinstance(e, (ev.KillProcessTree, ev.Killed)) and self._crash is None and self._crash_from_open():
             return {"header"}  # the kill sequence after a traceback: that traceback ended the server
         return set()
+
+    def _new_boot(self) -> None:
+        """A new boot in the same log (a ``server_args=`` dump after an earlier one, or after a
+        traceback): what the earlier boot said (its crash, readiness, budget, caps) is void."""
+        self.ready_seen, self.ready_at = False, None
+        self._crash = self._tb_open = self._prev_request_error = self.request_error = None
+        self._tb_counted = False
+        self.request_errors = 0
+        self.budget_gb, self._budget_rank = {}, None
+        self.runtime_caps = {}
+        self.started_up = False
+        self.recent_batches.clear()
+        self.mamba_pool_slots = self.mamba_slots_per_request = None
+        self._low_run, self.collapsed = 0, False
 
     def _crash_from_open(self) -> bool:
         """Crash lines follow a traceback no batch line followed: that traceback is the crash

@@ -5,7 +5,7 @@ installed on the node: the console sends this file on stdin to the node's python
 
     python3 -u - [--interval S] [--gpu auto|pynvml|nvidia-smi|sim|none] [--sim-file PATH]
                  [--follow PATH | --run RUN_ID [--home DIR]] [--offset N] [--max-line BYTES]
-                 [--once]
+                 [--tail-bytes N [--head-bytes N] [--head-until TEXT]] [--once]
 
 Every stdout line is one JSON object (ASCII; ``ensure_ascii``) with a ``"type"``. Times are unix
 seconds on the node's clock, memory in MiB (2**20 bytes), utilisation in percent (0-100).
@@ -31,6 +31,20 @@ seconds on the node's clock, memory in MiB (2**20 bytes), utilisation in percent
     ``errors="replace"``. A line longer than ``--max-line`` bytes (default 1 MiB) comes alone in
     a record with ``"truncated": true`` and ``"length": int`` (its full length in bytes); only
     its first ``--max-line`` bytes are sent.
+    Every ``log`` record also has ``"size": int``: the file's size in bytes when the agent last
+    looked (at least ``end``); ``size - end`` is how far the reader is behind the node.
+``log_open`` (each time the file is opened, before its first ``log`` record)
+    ``{"type": "log_open", "path": str, "size": int, "offset": int, "time": float,
+    "utc_offset": int}``: its size then, the offset reading starts at, the node's clock and its
+    local time's offset from UTC in seconds (``time.localtime().tm_gmtoff``): a log's envelope
+    time (the node's local time, no zone) + ``-utc_offset`` is unix seconds.
+``log_skip`` (with ``--tail-bytes``, when the file was opened from offset 0)
+    ``{"type": "log_skip", "path": str, "offset": int, "end": int}``: bytes ``[offset, end)``
+    are not sent. A file opened from offset 0 is read from its head up to the end of the first
+    line holding ``--head-until`` (at most ``--head-bytes``, default 8 MiB; without that text in
+    them, the whole lines of those bytes), then from the first line start in its last
+    ``--tail-bytes``; the middle, when there is one, is skipped. A reader fetches a skipped range later
+    with any byte-range read (e.g. ``tail -c +N | head -c M``).
 ``log_reset``
     ``{"type": "log_reset", "path": str, "reason": "truncated" | "rotated", "offset": 0}``:
     the file was truncated or replaced (rename/rotation); lines restart at offset 0 of the
@@ -318,9 +332,13 @@ class Inotify(object):
 class Follower(object):
     """Follows one file by byte offset across truncation and rotation."""
 
-    def __init__(self, path, offset, max_line):
+    def __init__(self, path, offset, max_line, tail_bytes=0, head_bytes=8 << 20, head_until=None):
         self.path = path
         self.max_line = max_line
+        self.tail_bytes = tail_bytes
+        self.head_bytes = head_bytes
+        self.head_until = head_until.encode("utf-8") if head_until else None
+        self.size = 0  # the file's size when last looked at
         self.f = None
         self.ino = None
         self.offset = 0  # file offset of the first byte of `pending`
@@ -348,14 +366,44 @@ class Follower(object):
                 nl = f.read(1 << 20).find(b"\n")
                 off = off + nl if nl >= 0 else st.st_size
         off = min(off, st.st_size)
-        f.seek(off)
+        self.size = st.st_size
+        emit({"type": "log_open", "path": self.path, "size": st.st_size, "offset": off, "time": time.time(),
+              "utc_offset": time.localtime().tm_gmtoff})
         self.offset, self.pending, self.skip = off, b"", None
+        if off == 0 and self.tail_bytes > 0 and st.st_size > self.tail_bytes:
+            off = self._head_and_tail(f, st.st_size)
+        f.seek(off)
+        self.offset = off
         return True
+
+    def _head_and_tail(self, f, size):
+        """Send the head (up to the end of the first ``head_until`` line, at most ``head_bytes``),
+        say what is skipped (``log_skip``); return the offset of the tail's first line."""
+        f.seek(0)
+        data = f.read(self.head_bytes)
+        cut = -1
+        if self.head_until:
+            at = data.find(self.head_until)
+            if at >= 0:
+                cut = data.find(b"\n", at)
+        if cut < 0:
+            cut = data.rfind(b"\n")
+        head_end = cut + 1
+        if head_end:
+            self.feed(data[:head_end])
+        data = None
+        start = size - self.tail_bytes
+        f.seek(start - 1)
+        nl = f.read(1 << 20).find(b"\n")
+        start = start + nl if nl >= 0 else size
+        if start > head_end:
+            emit({"type": "log_skip", "path": self.path, "offset": head_end, "end": start})
+        return max(start, head_end)
 
     def _truncated(self, off, end, line_bytes, length):
         emit({"type": "log", "path": self.path, "offset": off, "end": end,
               "lines": [line_bytes[:self.max_line].decode("utf-8", "surrogateescape")],
-              "truncated": True, "length": length})
+              "truncated": True, "length": length, "size": max(self.size, end)})
 
     def _emit_block(self, block, base):
         """block: whole lines (the last may lack its newline only at a final flush)."""
@@ -374,7 +422,8 @@ class Follower(object):
                 lines = piece.decode("utf-8", "surrogateescape").split("\n")
                 if piece.endswith(b"\n"):
                     lines.pop()
-                emit({"type": "log", "path": self.path, "offset": base + pos, "end": base + cut, "lines": lines})
+                emit({"type": "log", "path": self.path, "offset": base + pos, "end": base + cut, "lines": lines,
+                      "size": max(self.size, base + cut)})
             pos = cut
 
     def _emit_slow(self, piece, base):
@@ -387,7 +436,7 @@ class Follower(object):
             if len(line) > self.max_line:
                 if lines:
                     emit({"type": "log", "path": self.path, "offset": base + run_start, "end": base + pos,
-                          "lines": lines})
+                          "lines": lines, "size": max(self.size, base + pos)})
                     lines = []
                 self._truncated(base + pos, base + end, line, len(line))
             else:
@@ -397,7 +446,7 @@ class Follower(object):
             pos = end
         if lines:
             emit({"type": "log", "path": self.path, "offset": base + run_start, "end": base + len(piece),
-                  "lines": lines})
+                  "lines": lines, "size": max(self.size, base + len(piece))})
 
     def feed(self, data, final=False):
         """data: the next bytes of the file. final: the file ends here (flush a last partial line)."""
@@ -455,9 +504,11 @@ class Follower(object):
         elif os.fstat(self.f.fileno()).st_size < self.f.tell():
             if self.pending or self.skip is not None:
                 self.feed(b"", final=True)
+            self.size = 0
             self.f.seek(0)
             self.offset, self.pending, self.skip = 0, b"", None
             emit({"type": "log_reset", "path": self.path, "reason": "truncated", "offset": 0})
+        self.size = max(self.size, os.fstat(self.f.fileno()).st_size)
         self._drain()
 
 
@@ -509,6 +560,9 @@ def main(argv=None):
     ap.add_argument("--home")
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--max-line", type=int, default=1 << 20)
+    ap.add_argument("--tail-bytes", type=int, default=0)
+    ap.add_argument("--head-bytes", type=int, default=8 << 20)
+    ap.add_argument("--head-until")
     ap.add_argument("--once", action="store_true")
     args = ap.parse_args(argv)
 
@@ -535,7 +589,8 @@ def main(argv=None):
             emit({"type": "error", "message": "no run %s in %s" % (args.run, os.path.join(home, "runs"))})
         else:
             follow_path = follow_path or st.get("log_path") or os.path.join(run_dir, "log")
-    follower = Follower(os.path.abspath(follow_path), args.offset, args.max_line) if follow_path else None
+    follower = (Follower(os.path.abspath(follow_path), args.offset, args.max_line, tail_bytes=args.tail_bytes,
+                         head_bytes=args.head_bytes, head_until=args.head_until) if follow_path else None)
     notify = None
     if follower is not None:
         try:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mambaconsole.node.base import Node, NodeError
 
@@ -31,8 +31,12 @@ def agent_source() -> bytes:
 
 def agent_argv(*, python: str = "python3", follow: str | None = None, run_id: str | None = None,
                home: str | None = None, offset: int = 0, interval: float = 1.0, gpu: str = "auto",
-               sim_file: str | None = None, max_line: int | None = None, once: bool = False) -> list[str]:
-    """The argv that runs the agent on the node (its source goes on stdin)."""
+               sim_file: str | None = None, max_line: int | None = None, once: bool = False,
+               tail_bytes: int = 0, head_bytes: int | None = None, head_until: str | None = None) -> list[str]:
+    """The argv that runs the agent on the node (its source goes on stdin). ``tail_bytes``
+    (> 0): a file opened from offset 0 is read from its head (up to the first line holding
+    ``head_until``, at most ``head_bytes``) and its last ``tail_bytes``, the middle skipped
+    (``log_skip`` records; see ``agent/node_agent.py``)."""
     argv = [python, "-u", "-", "--interval", repr(float(interval)), "--gpu", gpu]
     if follow:
         argv += ["--follow", follow]
@@ -46,6 +50,12 @@ def agent_argv(*, python: str = "python3", follow: str | None = None, run_id: st
         argv += ["--sim-file", sim_file]
     if max_line:
         argv += ["--max-line", str(int(max_line))]
+    if tail_bytes and tail_bytes > 0:
+        argv += ["--tail-bytes", str(int(tail_bytes))]
+        if head_bytes:
+            argv += ["--head-bytes", str(int(head_bytes))]
+        if head_until:
+            argv += ["--head-until", head_until]
     if once:
         argv.append("--once")
     return argv
@@ -104,33 +114,87 @@ async def agent_once(node: Node, *, python: str = "python3", gpu: str = "auto", 
     return recs[0], recs[1]
 
 
-@dataclass(frozen=True)
-class LogLine:
-    """One line of a followed log: ``offset`` (byte offset of its first byte), ``raw`` (its
-    bytes without the newline; only the first max-line bytes when ``truncated``), ``length``
-    (its full length in bytes)."""
+class LogLine(NamedTuple):
+    """One line of a followed log, made once per line (the console's state takes it as is):
+    ``offset`` (byte offset of its first byte), ``text`` (for display: UTF-8 with invalid bytes
+    replaced; only the first max-line bytes when ``truncated``), ``nbytes`` (its full length in
+    bytes, without the newline); ``escaped`` only for a line holding invalid UTF-8: the agent's
+    ``surrogateescape`` text, from which :attr:`raw` gives back the exact bytes."""
 
     offset: int
-    raw: bytes
-    length: int
+    text: str
+    nbytes: int
     truncated: bool = False
+    escaped: str | None = None
 
     @property
-    def text(self) -> str:
-        """For display: UTF-8 with invalid bytes replaced."""
-        return self.raw.decode("utf-8", "replace")
+    def raw(self) -> bytes:
+        """The line's bytes (its first max-line bytes when ``truncated``)."""
+        return (self.escaped if self.escaped is not None else self.text).encode("utf-8", "surrogateescape")
+
+    @property
+    def length(self) -> int:
+        """Its full length in bytes (as :attr:`nbytes`)."""
+        return self.nbytes
+
+
+def _line(off: int, t: str, nbytes: int | None = None, truncated: bool = False) -> LogLine:
+    """A non-ASCII line: its UTF-8 length; invalid bytes (surrogates) replaced for display."""
+    try:
+        raw_len = len(t.encode("utf-8"))
+        return LogLine(off, t, raw_len if nbytes is None else nbytes, truncated)
+    except UnicodeEncodeError:
+        raw = t.encode("utf-8", "surrogateescape")
+        return LogLine(off, raw.decode("utf-8", "replace"), len(raw) if nbytes is None else nbytes, truncated, t)
 
 
 def log_lines(rec: dict) -> list[LogLine]:
-    """The lines of one ``log`` record, each with its byte offset."""
+    """The lines of one ``log`` record, each with its byte offset: one object per line, an
+    ASCII line (nearly all of a server log) neither encoded nor copied."""
     texts: Sequence[str] = rec.get("lines") or []
     off = rec["offset"]
     if rec.get("truncated"):
-        raw = texts[0].encode("utf-8", "surrogateescape") if texts else b""
-        return [LogLine(off, raw, int(rec.get("length", len(raw))), True)]
+        t = texts[0] if texts else ""
+        length = rec.get("length")
+        return [_line(off, t, int(length) if length is not None else None, True)]
     out = []
+    append = out.append
     for t in texts:
-        raw = t.encode("utf-8", "surrogateescape")
-        out.append(LogLine(off, raw, len(raw)))
-        off += len(raw) + 1
+        if t.isascii():
+            n = len(t)
+            append(LogLine(off, t, n))
+        else:
+            ln = _line(off, t)
+            n = ln.nbytes
+            append(ln)
+        off += n + 1
     return out
+
+
+async def read_lines(node: Node, path: str, start: int, end: int, *, aligned: bool = True,
+                     timeout: float = 60.0) -> list[LogLine]:
+    """The whole lines of the file ``path`` on ``node`` in bytes ``[start, end)`` (``end`` a line
+    start or the file's end), each with its byte offset: paging back into a log. ``aligned``
+    False: ``start`` may fall inside a line, whose rest is left out. A byte-range read on the
+    node (``tail -c +N | head -c M``: ``tail`` seeks in a regular file), never the whole file.
+    Raises NodeError when the file cannot be read."""
+    if end <= start:
+        return []
+    res = await node.run(["sh", "-c", 'tail -c +"$2" -- "$1" | head -c "$3"', "sh", path, str(start + 1),
+                          str(end - start)], timeout=timeout)
+    if not res.ok:
+        detail = (res.err.strip().splitlines() or [f"exit status {res.exit_status}"])[-1]
+        raise NodeError(f"{node.name}: cannot read {path}: {detail}")
+    data = res.stdout
+    off = start
+    if not aligned:
+        nl = data.find(b"\n")
+        if nl < 0:
+            return []
+        off += nl + 1
+        data = data[nl + 1:]
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    if not data:
+        return []
+    return log_lines({"offset": off, "lines": data.decode("utf-8", "surrogateescape").split("\n")})

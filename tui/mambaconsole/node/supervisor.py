@@ -67,13 +67,20 @@ class FollowBatch:
     its byte offset), and ``end``, the offset just past the last byte received. ``reset`` is
     ``"truncated"`` or ``"rotated"`` when the file started over (the lines then restart at 0);
     ``run`` the run's status record when it changed (see node_agent.py ``run`` records);
-    ``resumed`` is True for the first batch after a reconnect."""
+    ``resumed`` is True for the first batch after a reconnect. ``size``: the file's size in
+    bytes when the agent last looked (``size - end`` is how far behind the node the reader is);
+    ``opened``: the agent's ``log_open`` record when it (re)opened the file in this batch
+    (size, start offset, node clock, UTC offset); ``skipped``: ``(offset, end)``, the byte range
+    the agent did not send (the middle of a long log, see ``follow_log``'s ``tail_bytes``)."""
 
     lines: tuple[LogLine, ...] = ()
     end: int = 0
     reset: str | None = None
     run: dict | None = field(default=None)
     resumed: bool = False
+    size: int | None = None
+    opened: dict | None = None
+    skipped: tuple[int, int] | None = None
 
 
 def backoff_delay(attempt: int, initial: float = BACKOFF_INITIAL, cap: float = BACKOFF_CAP) -> float:
@@ -229,9 +236,15 @@ class Supervisor:
     # ----------------------------------------------------------------- streams
     async def follow_log(self, *, run_id: str | None = None, path: str | None = None, offset: int = 0,
                          home: str | None = None, python: str = "python3",
-                         max_line: int | None = None) -> AsyncIterator[FollowBatch]:
+                         max_line: int | None = None, tail_bytes: int = 0, head_bytes: int | None = None,
+                         head_until: str | None = None) -> AsyncIterator[FollowBatch]:
         """Follow a run's log (``run_id``, through its status.json) or a file (``path``) from
         byte ``offset``, across connection drops, until the iterator is closed.
+
+        ``tail_bytes`` > 0 and ``offset`` 0: a long file is read from its head (up to the end
+        of the first line holding ``head_until``, at most ``head_bytes``) and its last
+        ``tail_bytes``; the batch after the head says what was skipped (``FollowBatch.skipped``).
+        A resume after a drop reads on from where it stopped, skipping nothing.
 
         A drop ends the agent on the node; once the link is back the agent is started again at
         the offset just past the last complete line received. Raises NodeError only for a
@@ -241,6 +254,7 @@ class Supervisor:
         if not run_id and not path:
             raise ValueError("follow_log needs run_id or path")
         pos = offset
+        size: int | None = None
         resumed = False
         failures = 0
         while not self._closed:
@@ -249,30 +263,41 @@ class Supervisor:
                 resumed = True
             got_any = False
             agent = agent_record_batches(self.node, python=python, follow=path, run_id=run_id, home=home,
-                                         offset=pos, interval=0.0, gpu="none", max_line=max_line)
+                                         offset=pos, interval=0.0, gpu="none", max_line=max_line,
+                                         tail_bytes=tail_bytes if pos == 0 else 0, head_bytes=head_bytes,
+                                         head_until=head_until)
             try:
                 async for recs in agent:
                     lines: list[LogLine] = []
                     reset = None
-                    run = None
+                    run = opened = None
                     for rec in recs:
                         t = rec.get("type")
                         if t == "log":
-                            for ln in log_lines(rec):
-                                lines.append(ln)
+                            lines += log_lines(rec)
                             pos = int(rec["end"])
+                            size = rec.get("size")
+                        elif t == "log_skip":
+                            # the head first, then the skip: the tail's lines follow it
+                            yield FollowBatch(tuple(lines), pos, reset, run, resumed, size, opened,
+                                              (int(rec["offset"]), int(rec["end"])))
+                            lines, reset, run, opened, resumed = [], None, None, None, False
+                            pos = int(rec["end"])
+                        elif t == "log_open":
+                            opened = rec
+                            size = rec.get("size")
                         elif t == "log_reset":
                             if lines:  # lines of the old file first, then the reset
-                                yield FollowBatch(tuple(lines), pos, None, None, resumed)
-                                lines, resumed = [], False
+                                yield FollowBatch(tuple(lines), pos, None, None, resumed, size, opened)
+                                lines, resumed, opened = [], False, None
                             pos = 0
                             reset = rec.get("reason") or "truncated"
                         elif t == "run":
                             run = rec
                     got_any = True
                     failures = 0
-                    if lines or reset or run is not None:
-                        yield FollowBatch(tuple(lines), pos, reset, run, resumed)
+                    if lines or reset or run is not None or opened is not None:
+                        yield FollowBatch(tuple(lines), pos, reset, run, resumed, size, opened)
                         resumed = False
             except NodeError as exc:
                 self.check(str(exc))

@@ -650,6 +650,10 @@ class ConcurrencyCapped(Event):
     SOURCE = "srt/mem_cache/kv_cache_configurator.py"
 
 
+#: the start of the ready line's message (srt/entrypoints/http_server.py ``_wait_and_warmup``; all versions)
+READY_MESSAGE = "The server is fired up and ready to roll"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServerReady(Event):
     """``The server is fired up and ready to roll!`` (main process, after warm-up; all)."""
@@ -1372,7 +1376,7 @@ def _p_server_args(msg: str, kw: dict) -> Event | None:
 
 
 def _p_the(msg: str, kw: dict) -> Event | None:
-    if msg.startswith("The server is fired up and ready to roll"):
+    if msg.startswith(READY_MESSAGE):
         return ServerReady(**kw)
     return None
 

@@ -10,10 +10,12 @@ and, in a damaged file, arbitrary bytes. None of that may reach the screen raw:
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 import re
 import shlex
 
-__all__ = ["decode_line", "display_text", "has_controls", "shell_line"]
+__all__ = ["decode_line", "display_text", "envelope_seconds", "has_controls", "shell_line"]
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC strings (ESC P/X/^/_ ... ST),
 # other two-byte escapes (ESC + one char), and the 8-bit C1 forms of CSI/OSC.
@@ -91,3 +93,27 @@ def display_text(line: bytes | str) -> str:
     if "\x1b" in text or "\x9b" in text or "\x9d" in text:
         text = _ANSI_RE.sub("", text)
     return text.translate(_CONTROL_MAP)
+
+
+@functools.lru_cache(maxsize=4096)
+def _envelope_second(text: str) -> float:
+    return _dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=_dt.timezone.utc).timestamp()
+
+
+def envelope_seconds(text: str | None) -> float | None:
+    """Seconds since the epoch, read as if UTC, of an SGLang log envelope's timestamp
+    (``"2026-10-01 12:34:56"`` or with ``".789"``: ``logging``'s asctime as SGLang's
+    ``configure_logger`` formats it, ``[%(asctime)s...]``, sglang/srt/utils/common.py in 0.5.11-0.5.23;
+    the node's local time, no zone): add the node's ``-utc_offset`` for unix seconds. Only
+    differences of two values are meaningful without it. None when ``text`` is not such a time.
+    Cached per second (a flood repeats each second's text thousands of times)."""
+    if not text or len(text) < 19:
+        return None
+    try:
+        base = _envelope_second(text[:19])
+    except ValueError:
+        return None
+    frac = text[19:]
+    if frac.startswith(".") and frac[1:].isdigit():
+        return base + float("0" + frac)
+    return base

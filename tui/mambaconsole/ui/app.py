@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.state import Connection, ConsoleState, Phase, Resolution, RunInfo
+from mambaconsole.state import Connection, ConsoleState, LogLines, Phase, Resolution, RunInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.footer import KeyFooter
@@ -40,6 +40,8 @@ from mambaconsole.ui.spec_pane import SpecPane
 NODE_CHANGING = {"edit", "relaunch", "stop"}
 #: the longest wait between polls while the node is unreachable (capped backoff), seconds
 BACKOFF_CAP = 30.0
+#: bytes of the log read per page back (the log pane's ``b``)
+PAGE_BYTES = 1 << 20
 #: the runs listing backs off up to this many poll intervals while nothing changes (the
 #: current run's own status changes reach us at once through its log stream)
 RUNS_IDLE_FACTOR = 5
@@ -78,6 +80,7 @@ PALETTE = (
     ("Log: filter", "f in the log pane · regex, !regex keeps the others", "log.filter"),
     ("Log: poll access lines hidden / dimmed / shown", "a in the log pane", "log.cycle_access"),
     ("Log: wrap long lines on/off", "w in the log pane", "log.wrap"),
+    ("Log: read earlier lines (the skipped middle of a long log)", "b in the log pane", "log.page_back"),
     ("ServerArgs: show all / non-default / changed", "a in the ServerArgs pane", "args.cycle_filter"),
     ("ServerArgs: search", "/ in the ServerArgs pane", "args.search"),
     ("ServerArgs: SGLang source of the selected row", "v in the ServerArgs pane", "args.view_source"),
@@ -377,9 +380,35 @@ class ConsoleApp(App[int]):
             self._lost("resolve", exc)
 
     # ----------------------------------------------------------------- handlers
+    def action_page_back(self) -> None:
+        """The log pane's ``b``: the page before the first kept line (a long log's skipped
+        middle, or lines the bounded buffer let go), read from the node."""
+        st = self.state
+        run = next((r for r in st.runs if r.run_id == st.log_run_id), None)
+        rng = st.page_back_range(PAGE_BYTES)
+        if run is None or not run.log_path or not self.start_workers:
+            return
+        if rng is None:
+            self.notify("the log's first line is shown", timeout=4)
+            return
+        self.read_page(run, *rng)
+
+    @work(exclusive=True, group="page", exit_on_error=False)
+    async def read_page(self, run: RunInfo, offset: int, end: int, aligned: bool) -> None:
+        try:
+            self.post_message(M.Fed(await self.feed.read_page(run, offset, end, aligned)))
+        except Exception as exc:
+            self.notify(f"could not read the earlier lines: {exc}", severity="error", timeout=8)
+
     @on(M.Fed)
     def _fed(self, msg: M.Fed) -> None:
         if self._closing:
+            return
+        ev = msg.event
+        if isinstance(ev, LogLines) and ev.earlier is not None:
+            if ev.run_id == self.state.log_run_id:
+                self.state.apply(ev)
+                self.log_pane.show_earlier(self.state, ev.earlier[1])
             return
         prev_run = self.state.run
         was_up = self.state.connected
@@ -421,7 +450,8 @@ class ConsoleApp(App[int]):
         """End the relaunch's "follow" phase once the new run is ready or has failed."""
         ph, run = self.state.phase, self.state.run
         if ph is not None and ph.name == "follow" and run is not None and run.run_id == self._following_run \
-                and self.state.status not in ("starting", "no run", "connection lost"):
+                and self.state.status not in ("starting", "no run", "connection lost") \
+                and self.state.reading_left() is None:
             self.state.apply(Phase("done", ""))
             self.notify(f"run {run.run_id}: {self.state.status}", timeout=6,
                         severity="information" if self.state.status == "ready" else "error")

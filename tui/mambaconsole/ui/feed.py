@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.node.agent import agent_once, agent_record_batches
+from mambaconsole.node.agent import agent_once, agent_record_batches, read_lines
 from mambaconsole.node.base import Node
 from mambaconsole.node.runs import Run, RunStore
 from mambaconsole.node.supervisor import Supervisor
 from mambaconsole.state import (
-    GpuProcess, GpuReading, GpuSnapshot, LogLine, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
+    GpuProcess, GpuReading, GpuSnapshot, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
     RunsListed, ServerInfo,
 )
 from mambaconsole.ui.settings import HostSettings
@@ -66,15 +66,6 @@ def run_info(run: Run) -> RunInfo:
         peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
         launched_by=rec.get("launched_by"), error=rec.get("error"), stopped=isinstance(rec.get("stopped"), dict),
     )
-
-
-def _log_time(text: str) -> float:
-    """Seconds since the epoch (as if UTC) of an SGLang envelope timestamp; only differences
-    of two such values are meaningful."""
-    import datetime as _dt
-
-    fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in text else "%Y-%m-%d %H:%M:%S"
-    return _dt.datetime.strptime(text, fmt).replace(tzinfo=_dt.timezone.utc).timestamp()
 
 
 def flag_value(argv, flag: str) -> str | None:
@@ -193,18 +184,40 @@ class Feed:
         run's status.json or liveness change (the console re-reads the runs then). It runs through the node's :class:`Supervisor`
         (:attr:`link`): across a dropped connection it resumes from the offset just past the last
         line received, so no line is lost or repeated; ``LogLines.reset`` marks a log that was
-        truncated or rotated (its lines restart at offset 0)."""
+        truncated or rotated (its lines restart at offset 0).
+
+        From offset 0, a log longer than its boot and the last ``settings.log_tail_mib`` MiB is
+        opened from its head (up to the first ready line: the ServerArgs dump, the memory lines,
+        the ready summary) and that tail, not its middle (``LogLines.skipped``, the byte range
+        left out; :meth:`read_page` pages back into it). Each batch says the file's size on the
+        node (``size``); after each (re)open, the size then (``opened_size``: the lines before it
+        are history) and how to read the log's own timestamps on this clock (``time_shift``)."""
+        from mambaconsole.sglang.events import READY_MESSAGE
+
+        tail_bytes = int(self.settings.log_tail_mib * 2**20) if offset == 0 else 0
         stream = self.link.follow_log(run_id=run.run_id, offset=offset, home=self.home or None,
-                                      python=self.agent_python)
+                                      python=self.agent_python, tail_bytes=tail_bytes, head_until=READY_MESSAGE)
         try:
             async for fb in stream:
-                batch = tuple(LogLine(run.run_id, ln.offset, ln.text, ln.length) for ln in fb.lines)
-                if batch or fb.reset:
-                    yield LogLines(run.run_id, batch, reset=bool(fb.reset))
+                opened = shift = None
+                if fb.opened is not None:
+                    opened = int(fb.opened.get("size") or 0)
+                    node_t, utc = _num(fb.opened.get("time")), _num(fb.opened.get("utc_offset"))
+                    if node_t is not None and utc is not None:
+                        shift = (self.clock() - node_t) - utc  # node local time -> this console's clock
+                if fb.lines or fb.reset or fb.skipped or opened is not None:
+                    yield LogLines(run.run_id, fb.lines, reset=bool(fb.reset), size=fb.size, skipped=fb.skipped,
+                                   opened_size=opened, time_shift=shift)
                 if fb.run is not None:
                     yield RunStatus(run.run_id, bool(fb.run.get("alive")))
         finally:
             await stream.aclose()
+
+    async def read_page(self, run: RunInfo, offset: int, end: int, aligned: bool) -> LogLines:
+        """Paging back: the whole lines of ``run``'s log in bytes ``[offset, end)``
+        (:meth:`ConsoleState.page_back_range`), as one :class:`LogLines` with ``earlier`` set."""
+        lines = await read_lines(self.node, run.log_path, offset, end, aligned=aligned)
+        return LogLines(run.run_id, tuple(lines), earlier=(offset, end))
 
     async def run_summary(self, run: RunInfo, max_bytes: int = 8 << 20) -> dict:
         """What a run's log says, for the history: ``outcome`` (sglang.summary's words),
@@ -216,6 +229,7 @@ class Feed:
         (its head and its tail when longer)."""
         from mambaconsole.sglang.events import LogParser, ServerReady
         from mambaconsole.sglang.summary import summarize
+        from mambaconsole.sglang.text import envelope_seconds
 
         half = max_bytes // 2
         r = await self.node.run(["sh", "-c", 'f="$1"; n=$(wc -c < "$f"); if [ "$n" -le "$2" ]; then cat "$f"; '
@@ -233,7 +247,8 @@ class Feed:
         ready = next((e.time for e in s.last.events if isinstance(e, ServerReady) and e.time), None)
         ttr = None
         if first and ready:
-            ttr = _log_time(ready) - _log_time(first)
+            t0, t1 = envelope_seconds(first), envelope_seconds(ready)
+            ttr = t1 - t0 if t0 is not None and t1 is not None else None
         mem = s.memory_gb()
         parts = [mem.get(k) for k in ("weights", "kv_cache", "mamba_total", "cuda_graph")]
         budget = round(sum(p for p in parts if p), 2) if any(parts) else None

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState, fmt_duration
+from mambaconsole.units import fmt_bytes
 from mambaconsole.ui.redraw import update_static
 
 _STATE_STYLE = {
@@ -34,9 +35,18 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
         t.append(f" run {s.run.run_id} ")
     word = s.status
     label = s.status_label()
+    # while the log's history is read, no state word: a line later in the same read may undo
+    # what an earlier one said (a traceback, then the batches the server went on serving)
+    reading = s.reading_left() if s.connected and s.run is not None else None
     if word == "connection lost":
         label = f"{label} {fmt_duration(s.lost_for())} ago"
-    t.append(f" ● {label} ", styles.get(word, ""))
+    if reading is not None:
+        t.append(f" ● reading {fmt_bytes(reading)} of the log ", styles.get("starting", ""))
+    else:
+        t.append(f" ● {label} ", styles.get(word, ""))
+    behind = s.behind_bytes() if s.connected else None
+    if behind is not None:
+        t.append(f" behind the node by {fmt_bytes(behind)} ", styles.get("starting", "bold"))
     silent = s.log_silent_for() if s.connected else None
     if silent is not None:
         t.append(f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"))
@@ -58,6 +68,8 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
                  f"{': ' + s.connection_detail if s.connection_detail else ''}", styles.get("connection lost", "bold"))
     elif s.phase is not None:
         t.append(f" relaunch: {s.phase.text}", styles.get("starting", "bold"))
+    elif reading is not None:
+        t.append(" reading what the log held when the console opened it; its state once read", "dim")
     elif s.status == "stopped":
         when = s.run.ended if s.run is not None else None
         t.append(" stopped by a console" + (f" {fmt_duration(max(0.0, s.clock() - when))} ago" if when else ""), "dim")

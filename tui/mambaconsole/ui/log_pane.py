@@ -21,6 +21,7 @@ from textual.widgets import Input, Label, Static
 
 from mambaconsole.state import LOG_KEEP, ConsoleState, LineBuffer, ShownLine
 from mambaconsole.ui.log_view import ACCESS_MODES, LogView
+from mambaconsole.units import fmt_bytes
 
 #: the paths the console itself polls (ui/feed.py: /server_info or /get_server_info, /metrics)
 #: and health checks: their access lines are hidden in the default access mode ("hide"); other
@@ -60,6 +61,7 @@ class LogPane(Vertical):
         Binding("w", "wrap", "Wrap lines", show=False),
         Binding("end,G", "follow", "Follow", show=False),
         Binding("r", "pick_run", "Pick run", show=False),
+        Binding("b", "page_back", "Earlier lines", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -170,7 +172,7 @@ class LogPane(Vertical):
         self._generation = state.log_generation
         self._seen_total = state.log_total
         self._hidden = 0
-        self.view.set_lines(ln for ln in state.log if self._keep(ln))
+        self.view.set_lines((ln for ln in state.log if self._keep(ln)), maxlen=state.log.maxlen)
         if follow:
             self.view.scroll_end(animate=False, immediate=True, x_axis=False)
             # not laid out yet: scroll once the size is known (not later: by then the user may
@@ -204,6 +206,11 @@ class LogPane(Vertical):
         s.append(f" {state.log_total} lines")
         if state.log_dropped:
             s.append(f" (last {len(state.log)} kept)", "dim")
+        if state.log_skipped is not None:
+            a, b = state.log_skipped
+            s.append(f"  {fmt_bytes(b - a)} of the middle not read (b: earlier lines)", c.get("warning", "yellow"))
+        elif state.log_dropped:
+            s.append("  b: earlier lines", "dim")
         if self.access_mode == "hide":
             s.append(f"  {self._hidden} poll lines hidden (a)")
         else:
@@ -389,6 +396,22 @@ class LogPane(Vertical):
                 return
         if st:
             self._update_title(st)
+
+    def action_page_back(self) -> None:
+        """``b``: read the page of the log before the first kept line (into a skipped middle, or
+        lines the bounded buffer let go); the view stays where it was, the page above it."""
+        self.app.action_page_back()  # type: ignore[attr-defined]
+
+    def show_earlier(self, state: ConsoleState, end: int) -> None:
+        """After a page read back came in place (:meth:`ConsoleState.page_back_range`): rebuild,
+        keep in sight the line at byte ``end`` (where the page ends), the page's last rows above."""
+        self._state = state
+        self._rebuild(state, follow=False)
+        self._note = ""
+        self._update_title(state)
+        idx = next((i for i, ln in enumerate(self._shown) if ln.offset >= end), len(self._shown) - 1)
+        if idx >= 0:
+            self.view.scroll_to(y=max(0, self.view.row_of(idx) - 2), animate=False, immediate=True)
 
     def action_pick_run(self) -> None:
         self.app.action_pick_run()  # type: ignore[attr-defined]

@@ -331,8 +331,11 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return len(lines)
 
-    def set_lines(self, lines: Iterable[ShownLine]) -> None:
-        """Replace every line (filter changed, another run's log)."""
+    def set_lines(self, lines: Iterable[ShownLine], maxlen: int | None = None) -> None:
+        """Replace every line (filter changed, another run's log); ``maxlen``: keep that many
+        from now on (the state's buffer grew by pages read back)."""
+        if maxlen is not None and maxlen != self.lines.maxlen:
+            self.lines = LineBuffer(maxlen=maxlen)
         self.lines.clear()
         self._base = 0
         self._current_key = None

@@ -10,6 +10,7 @@ overridable by flags.
     workdir = "/data/work"                    # cwd of new runs
     env = { HF_HOME = "/data/hf" }            # extra environment of new runs
     launch = "--model-path Qwen/Qwen3.6-27B --tp-size 1"   # SGLang args (string or list)
+    log_tail_mib = 4.0                        # MiB of a long log's end read on opening a run
 
 Which wins: a flag, then the host's section, then ``[hosts."*"]``, then the defaults below.
 """
@@ -42,6 +43,9 @@ class HostSettings:
     launch: tuple[str, ...] = ()
     module: str = "sglang.launch_server"
     poll_s: float = 2.0  # seconds between GPU / HTTP / runs polls
+    #: MiB of a long log's end read when a run is opened (with its boot, up to the first ready
+    #: line); the middle is skipped, the log pane pages back into it on request
+    log_tail_mib: float = 4.0
     theme: str | None = None
 
 
@@ -57,9 +61,9 @@ def _coerce(name: str, raw, where: str):
         if not isinstance(raw, int) or not 0 < raw < 65536:
             raise ConsoleError(f"{where}: port must be an integer 1-65535, got {raw!r}")
         return raw
-    if name == "poll_s":
-        if not isinstance(raw, (int, float)) or raw <= 0:
-            raise ConsoleError(f"{where}: poll_s must be a positive number, got {raw!r}")
+    if name in ("poll_s", "log_tail_mib"):
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
+            raise ConsoleError(f"{where}: {name} must be a positive number, got {raw!r}")
         return float(raw)
     if name == "env":
         if not isinstance(raw, dict) or not all(isinstance(k, str) and k.isidentifier() for k in raw):
