@@ -41,6 +41,12 @@ DEFAULT_GPU = "RTX PRO 6000 Blackwell,96"
 PHASES = {"dist": 1.0, "weights": 6.0, "pools": 1.0, "graphs": 3.0, "warmup": 1.0}
 #: simulated seconds between two decode lines at --sim-speed 1 (40 forward steps)
 DECODE_INTERVAL = 2.0
+#: prefill speed of the simulated GPU (tokens/s), for the time to first token
+PREFILL_TOKENS_PER_S = 8000.0
+#: SGLang's default histogram buckets (observability/metrics_collector.py), seconds
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
+               0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
 
 
 def sim_arg_parser() -> argparse.ArgumentParser:
@@ -98,6 +104,7 @@ class SimServer:
         self.startup = {"start": time.time()}
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._latency_reg = None  # TTFT/ITL histograms, made with the first request (metrics_text)
 
     # ---------------------------------------------------------------- helpers
     def sleep(self, seconds: float) -> None:
@@ -403,10 +410,11 @@ class SimServer:
         running: list[list[int]] = []  # [held tokens, tokens left]
         queue: list[list[int]] = []
         cap = max(plan.max_running_requests, 1)
+        tick = 0  # decode intervals so far: a request's wait in the queue is counted in them
         while True:
             arrivals = rng.choice((0, 0, 1, 1, 2, 3))
             for _ in range(arrivals):
-                queue.append([rng.randint(400, 4000), rng.randint(200, 1500)])
+                queue.append([rng.randint(400, 4000), rng.randint(200, 1500), tick])
             admitted = []
             while queue and len(running) < cap:
                 admitted.append(queue.pop(0))
@@ -422,7 +430,10 @@ class SimServer:
                 s["requests"] += len(admitted)
                 s["cache_hit_rate"] = cached / (new_tokens + cached)
                 self._prefill(len(admitted), new_tokens, cached)
+                for q in admitted:  # first token: the wait in the queue, then this prefill
+                    self._observe("ttft", (tick - q[2]) * DECODE_INTERVAL + new_tokens / PREFILL_TOKENS_PER_S)
             self.sleep(DECODE_INTERVAL)
+            tick += 1
             if not running:
                 self.utilization = 0
                 self.publish_gpu()
@@ -442,6 +453,8 @@ class SimServer:
                 generated += n
             s["generation_tokens"] += generated
             s["gen_throughput"] = generated / DECODE_INTERVAL
+            for _ in running:  # one forward step (DECODE_INTERVAL / steps) yields per_step tokens
+                self._observe("itl", DECODE_INTERVAL / steps / per_step)
             accept_len = accept_rate = None
             if draft:
                 accept_len = round(acc, 2)
@@ -473,6 +486,25 @@ class SimServer:
             self.publish_gpu()
             self.write_truth()
             running = [q for q in running if q[1] > 0]
+
+    def _observe(self, which: str, seconds: float) -> None:
+        """One TTFT or inter-token latency observation (nominal seconds: at --sim-speed 1)."""
+        from prometheus_client import CollectorRegistry, Histogram
+
+        with self._lock:
+            if self._latency_reg is None:
+                reg = CollectorRegistry()
+                name = self.resolved["served_model_name"]
+                # SGLang 0.5.23 observability/metrics_collector.py TokenizerMetricsCollector: names,
+                # labels and default buckets
+                labels = {"model_name": name} if self.version == "0.5.11" else {"model_name": name, "engine_type": "unified"}
+                ttft = Histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                                 [*labels, "is_streaming"], registry=reg, buckets=TTFT_BUCKETS)
+                itl = Histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                                list(labels), registry=reg, buckets=ITL_BUCKETS)
+                self._latency_reg = (reg, ttft.labels(**labels, is_streaming="false"), itl.labels(**labels))
+            _, ttft_child, itl_child = self._latency_reg
+            (ttft_child if which == "ttft" else itl_child).observe(seconds)
 
     # ---------------------------------------------------------------- HTTP data
     def healthy(self) -> bool:
@@ -591,7 +623,9 @@ class SimServer:
         ):
             c = Counter(f"sglang:{name}", doc, list(tok_labels), registry=reg)
             c.labels(**tok_labels).inc(value)
-        return generate_latest(reg)
+        with self._lock:
+            latency = generate_latest(self._latency_reg[0]) if self._latency_reg else b""
+        return generate_latest(reg) + latency
 
     # ---------------------------------------------------------------- signals
     def _install_signals(self) -> dict:
