@@ -186,11 +186,13 @@ class ServerInfo:
 
 @dataclass(frozen=True)
 class MetricsSnapshot:
-    """A poll of ``/metrics``: metric name -> value (first sample), or ``error``."""
+    """A poll of ``/metrics``: metric name -> value (first sample), or ``error``; ``latency``:
+    TTFT/ITL p50/p99 over the last minute (:class:`mambaconsole.sglang.latency.Latency`)."""
 
     values: dict
     error: str | None = None
     t: float = 0.0
+    latency: Any = None
 
 
 @dataclass(frozen=True)
@@ -521,6 +523,7 @@ class ConsoleState:
         self.server_info_error: str | None = None
         self.metrics: dict = {}
         self.metrics_t: float | None = None  # when /metrics last answered (console clock)
+        self.latency: Any = None  # sglang.latency.Latency of the last /metrics poll
         self.last_batch: Any = None  # the last decode batch line (sglang.events.DecodeBatch)
         self.batch_t: float | None = None  # when it arrived (console clock)
         # gpu
@@ -772,6 +775,7 @@ class ConsoleState:
         self.server_info = None
         self.metrics = {}
         self.metrics_t = None
+        self.latency = None
         self.last_batch = None
         self.batch_t = None
         self.recent_batches.clear()
@@ -1162,10 +1166,14 @@ class ConsoleState:
     def _on_MetricsSnapshot(self, ev: MetricsSnapshot) -> set[str]:
         if ev.error is None:
             self.metrics_t = self.last_data = self.clock()  # the server answered (header: data age)
+        changed = set()
+        if ev.error is None and ev.latency != self.latency:
+            self.latency = ev.latency
+            changed.add("spec")
         if ev.error is None and ev.values != self.metrics:
             self.metrics = dict(ev.values)
-            return {"spec"}
-        return set()
+            changed.add("spec")
+        return changed
 
     def _on_Resolution(self, ev: Resolution) -> set[str]:
         self.resolution = ev.result

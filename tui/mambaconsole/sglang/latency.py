@@ -104,6 +104,25 @@ class Latency:
     requests: float | None = None
     exported: tuple[str, ...] = ()
 
+    def text(self) -> str:
+        """``TTFT p50 350 p99 594 ms · ITL p50 21 p99 50 ms (last 60 s)``; "" when the server
+        exports neither histogram; says so when no request finished in the window."""
+        if not self.exported:
+            return ""
+        span = "since start" if self.window_s is None else f"last {self.window_s:.0f} s"
+
+        def ms(v: float | None) -> str:
+            return "-" if v is None else f"{v * 1000:.0f}"
+
+        parts = []
+        if TTFT in self.exported:
+            parts.append(f"TTFT p50 {ms(self.ttft_p50)} p99 {ms(self.ttft_p99)} ms")
+        if ITL in self.exported:
+            parts.append(f"ITL p50 {ms(self.itl_p50)} p99 {ms(self.itl_p99)} ms")
+        if all(v is None for v in (self.ttft_p50, self.itl_p50)):
+            return f"TTFT/ITL: no request in the {span}"
+        return " · ".join(parts) + f" ({span})"
+
 
 class LatencyWindow:
     """Keeps the histograms of the scrapes of the last ``window_s`` (+ one older) and answers

@@ -140,6 +140,7 @@ class Feed:
         self.link = Supervisor(node, clock=clock)
         self._warm = None
         self._http = None  # httpx.AsyncClient, made on the first request
+        self._latency = None  # sglang.latency.LatencyWindow over the /metrics polls
         self._local_port: dict[int, int] = {}
         self._gpu_streams = 0  # gpu_stream iterators running now (the pane's)
         self._gpu_last: GpuSnapshot | None = None
@@ -352,7 +353,12 @@ class Feed:
             r.raise_for_status()
             snap = parse_metrics(r.text)
             values = {name: v for name in snap.samples if (v := snap.value(name)) is not None}
-            return MetricsSnapshot(values, t=self.clock())
+            if self._latency is None:
+                from mambaconsole.sglang.latency import LatencyWindow
+
+                self._latency = LatencyWindow()
+            self._latency.add(self.clock(), snap)
+            return MetricsSnapshot(values, t=self.clock(), latency=self._latency.latency())
         except httpx.HTTPError as exc:
             return MetricsSnapshot({}, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 

@@ -146,6 +146,9 @@ class SpecPane(Vertical, can_focus=True):
             update_static(self.query_one("#thr-label", Static),
                           f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}" if thrs
                           else "gen throughput (token/s)", lines=1)
+        lat = state.latency.text() if live and state.latency is not None else ""
+        if lat:
+            stats.append(("\n" if stats else "") + lat)
         load = load_text(state, capacity_of(state)) if live else ""
         if load:
             stats.append("\n" + load, "dim")
