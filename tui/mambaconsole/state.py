@@ -564,6 +564,8 @@ class ConsoleState:
         self.dumped_args: dict | None = None
         #: runtime values SGLang logged after resolution (the ready summary, the Mamba cap)
         self.runtime_caps: dict[str, Any] = {}
+        #: the log event each runtime cap was read from (its line: ``v``'s explanation)
+        self.runtime_cap_events: dict[str, Any] = {}
         self.started_up = False
         # Mamba slot capacity (sglang.capacity): the last decode lines, the pool size the
         # ``Mamba Cache is allocated`` line printed, the slots per request of the cap warning
@@ -771,6 +773,7 @@ class ConsoleState:
         self._understood = 0
         self.dumped_args = None
         self.runtime_caps = {}
+        self.runtime_cap_events = {}
         self.started_up = False
         self.server_info = None
         self.metrics = {}
@@ -1047,13 +1050,17 @@ class ConsoleState:
             return {"args"}
         if isinstance(e, ev.ConcurrencyCapped) and e.effective is not None:
             self.runtime_caps["max_running_requests"] = e.effective
+            self.runtime_cap_events["max_running_requests"] = e
             if e.max_mamba_cache_size is not None:
                 self.runtime_caps["max_mamba_cache_size"] = e.max_mamba_cache_size
+                self.runtime_cap_events["max_mamba_cache_size"] = e
             self.mamba_slots_per_request = e.slots_per_request
             self._compare_live()
             return {"args"}
         if isinstance(e, ev.ReadySummary) and e.max_running_requests is not None:
-            self.runtime_caps.setdefault("max_running_requests", e.max_running_requests)
+            if "max_running_requests" not in self.runtime_caps:
+                self.runtime_caps["max_running_requests"] = e.max_running_requests
+                self.runtime_cap_events["max_running_requests"] = e
             self.started_up = True
             self._compare_live()
             return {"args"}
@@ -1211,6 +1218,31 @@ class ConsoleState:
                 row.disagrees = _norm(row.live) != _norm(row.value)
             else:
                 row.live, row.live_from, row.disagrees = None, "", False
+
+    def live_explanation(self, row: ArgRow) -> str | None:
+        """Why the live server runs ``row`` with another value than the resolution, when SGLang
+        set it at runtime (no ServerArgs writer did): the log line the value was read from and
+        the SGLang source that prints it, or ``/server_info``'s scheduler field; None when the
+        live value is not such a runtime value."""
+        if not row.disagrees:
+            return None
+        e = self.runtime_cap_events.get(row.field)
+        if row.live_from == "log" and e is not None and self.runtime_caps.get(row.field) == row.live:
+            out = (f"{row.flag}: {row.value!r} as resolved ({row.source}), {row.live!r} live. SGLang applied "
+                   f"{row.live!r} at runtime, after resolving the arguments (no ServerArgs code wrote it); "
+                   f"the run's log says so, in a line SGLang's {e.SOURCE} prints:\n\n  {e.text.strip()}")
+            if row.field == "max_running_requests" and self.mamba_pool_slots:
+                per = f", {self.mamba_slots_per_request} slots per request" if self.mamba_slots_per_request else ""
+                out += (f"\n\nThe Mamba pool has {self.mamba_pool_slots} slots (the log's 'Mamba Cache is "
+                        f"allocated' line){per}: SGLang caps the running requests to what the pool can hold "
+                        f"(max_mamba_cache_size // slots per request, in _resolve_max_num_reqs).")
+            return out
+        if row.live_from == "scheduler" and row.field == "max_running_requests":
+            info = self.server_info or {}
+            return (f"{row.flag}: {row.value!r} as resolved ({row.source}), {row.live!r} live: /server_info's "
+                    f"internal_states[0].effective_max_running_requests_per_dp × {dp_ranks(info)} DP rank(s), the "
+                    f"cap the scheduler applied at runtime (no ServerArgs code wrote it).")
+        return None
 
     def live_values(self) -> dict[str, tuple[Any, str]]:
         """ServerArgs field → (value the live server reports, where it was read), merged as

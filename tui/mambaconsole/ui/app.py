@@ -627,6 +627,13 @@ class ConsoleApp(App[int]):
                                    cache=self._summaries), self._show_run_log)
 
     def action_view_source(self, row) -> None:
+        if (why := self.state.live_explanation(row)) is not None:  # a value SGLang set at runtime
+            from mambaconsole.ui.source_view import SourceScreen
+
+            screen = SourceScreen(f"{row.flag} = {row.value!r} → {row.live!r} live  (set by SGLang at runtime)")
+            screen.show_note(why)
+            self.push_screen(screen)
+            return
         if not row.writer_file or not row.writer_line:
             self.notify(f"{row.flag}: no SGLang code wrote this value ({row.source})", timeout=3)
             return

@@ -40,6 +40,13 @@ class SourceScreen(ModalScreen[None]):
             rich_text.append(ln + "\n", style="bold reverse" if ln.startswith(">") else "")
         body.update(rich_text)
 
+    def show_note(self, note: str) -> None:
+        """Show ``note`` (plain text, wrapped) instead of source lines (callable before the screen
+        is mounted): why a value has no writer in SGLang's argument code."""
+        self._simulated = Text(note)
+        if self.is_mounted:
+            self.query_one("#src-body", Static).update(self._simulated)
+
     def show_simulated(self, file: str | None, line: int | None, version: str | None) -> None:
         """The simulated node has no SGLang source: say so, and what ``file:line`` refers to
         (callable before the screen is mounted)."""
