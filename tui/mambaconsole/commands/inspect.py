@@ -32,11 +32,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang.events import TorchOom
-from mambaconsole.sglang.inspect import KINDS, details, inspect_text, per_rank_memory
+from mambaconsole.sglang.inspect import KINDS, details, detect_kind, inspect_log_lines, inspect_text, per_rank_memory
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text
 
@@ -49,20 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=KINDS, help="skip detection: read the file as this kind")
     parser.add_argument("--what-if-mamba-slots", type=int, metavar="N",
                         help="also show what --max-mamba-cache-size N would give (concurrency, freed GB, KV tokens)")
-
-
-def _read(name: str) -> bytes:
-    if name == "-":
-        return sys.stdin.buffer.read()
-    p = Path(name)
-    try:
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise ConsoleError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise ConsoleError(f"{name}: is a directory") from None
-    except OSError as exc:
-        raise ConsoleError(f"{name}: {exc.strerror or exc}") from None
 
 
 def _num(v, unit: str = "") -> str:
@@ -182,18 +167,72 @@ def _finite(v):
     return str(v)
 
 
+#: bytes read to tell the kind of a file; a file no longer than this is read as one text (a
+#: pasted report's quoted messages need it whole); a longer log streams through the run fold
+#: line by line (memory bounded by what the fold keeps), the other kinds are read whole
+HEAD_BYTES = 1 << 20
+
+
+def _log_lines(f, head: bytes):
+    """The physical lines of an open binary file whose first bytes ``head`` were read
+    already (bytes, newline removed)."""
+    rest = b""
+    buf = head
+    while True:
+        parts = (rest + buf).split(b"\n")
+        rest = parts.pop()
+        yield from parts
+        buf = f.read(1 << 20)
+        if not buf:
+            break
+    if rest:
+        yield rest
+
+
+def _inspect(args: argparse.Namespace, n: int | None):
+    """(result, the text when held whole, the log's summary or None)."""
+    if args.file == "-":
+        f = sys.stdin.buffer
+    else:
+        try:
+            f = open(args.file, "rb")
+        except FileNotFoundError:
+            raise ConsoleError(f"{args.file}: no such file") from None
+        except IsADirectoryError:
+            raise ConsoleError(f"{args.file}: is a directory") from None
+        except OSError as exc:
+            raise ConsoleError(f"{args.file}: {exc.strerror or exc}") from None
+    try:
+        head = f.read(HEAD_BYTES)
+        more = f.read(1) if len(head) == HEAD_BYTES else b""
+        if not more:  # the whole file is in hand: the one-text path
+            text = head.decode("utf-8", "replace")
+            result = inspect_text(text, kind=args.kind, what_if_slots=n)
+            return result, text, None
+        head += more
+        kind = args.kind or detect_kind(head.decode("utf-8", "replace"))
+        if kind != "log":  # /metrics, server info, GPU tables: read whole
+            text = (head + f.read()).decode("utf-8", "replace")
+            return inspect_text(text, kind=kind, what_if_slots=n), text, None
+        result, summary = inspect_log_lines(_log_lines(f, head), forced=args.kind == "log", what_if_slots=n)
+        return result, None, summary
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
 def run(args: argparse.Namespace) -> int:
-    text = _read(args.file).decode("utf-8", "replace")
     n = getattr(args, "what_if_mamba_slots", None)
     if n is not None and n < 1:
         raise ConsoleError(f"--what-if-mamba-slots {n}: needs at least 1 slot")
-    result = inspect_text(text, kind=args.kind, what_if_slots=n)
+    result, text, summary = _inspect(args, n)
     if args.json:
         print(json.dumps(_finite(result), allow_nan=False))
         return 0
-    print(_human(result, details(text, result["kind"])))
+    src = summary if summary is not None else text
+    print(_human(result, details(src, result["kind"])))
     if result["kind"] == "log":
-        ranks = per_rank_memory(text)
+        ranks = per_rank_memory(src)
         if len(ranks) > 1:
             print(f"memory per rank (GB; {NOT_SEEN} = the rank printed no such line):")
             for rank, m in ranks.items():

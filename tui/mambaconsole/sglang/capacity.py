@@ -365,7 +365,8 @@ class Capacity:
 def capacity(*, pool_slots: int | None, cap: int | None, requested: int | None = None,
              stated_slots_per_request: int | None = None, args: Mapping[str, Any] | None = None,
              samples: Iterable[Sample] = (), mamba_state_gb: float | None = None,
-             kv_gb: float | None = None, kv_tokens: int | None = None) -> Capacity:
+             kv_gb: float | None = None, kv_tokens: int | None = None,
+             peak_running: int | None = None) -> Capacity:
     """The :class:`Capacity` of a run from what the console knows.
 
     ``pool_slots``: ``max_mamba_cache_size`` (Mamba pool slots); ``cap``: the effective
@@ -373,7 +374,8 @@ def capacity(*, pool_slots: int | None, cap: int | None, requested: int | None =
     ``stated_slots_per_request``: SGLang's own figure (the cap warning); ``args``: resolved
     ServerArgs fields for :func:`slots_per_request_from_args`; ``samples``: decode lines,
     oldest first; ``mamba_state_gb``: conv + ssm state GB; ``kv_gb``/``kv_tokens``: the KV
-    pool's GB and ``#tokens``. When ``cap`` is None and the reservation and pool are known,
+    pool's GB and ``#tokens``; ``peak_running``: the most running over lines no longer in
+    ``samples`` (a bounded window). When ``cap`` is None and the reservation and pool are known,
     it is min(requested, pool // reserved)."""
     samples = list(samples)
     reserved, source = None, None
@@ -394,7 +396,7 @@ def capacity(*, pool_slots: int | None, cap: int | None, requested: int | None =
     v, why = verdict(last, pool=pool_slots, cap=cap, held=held.per_request if held else None, reserved=reserved)
     per_slot = mamba_state_gb / pool_slots if mamba_state_gb and pool_slots else None
     bpt = kv_gb * GB_BYTES / kv_tokens if kv_gb and kv_tokens else None
-    peaks = [s.running for s in samples if s.running is not None]
+    peaks = [s.running for s in samples if s.running is not None] + ([peak_running] if peak_running is not None else [])
     return Capacity(pool_slots=pool_slots, cap=cap, requested=requested, reserved=reserved, reserved_source=source,
                     held=held, running=last.running if last else None, queue=last.queue if last else None,
                     peak_running=max(peaks) if peaks else None, verdict=v, verdict_reason=why,

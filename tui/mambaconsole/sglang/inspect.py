@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from mambaconsole.errors import ConsoleError
@@ -23,9 +24,10 @@ from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table, proce
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
 from mambaconsole.sglang.capacity import Capacity, capacity
 from mambaconsole.sglang.server_info import looks_like_server_info, parse_server_info
-from mambaconsole.sglang.summary import Finding, RankMemory, rank_sort_key, summarize
+from mambaconsole.sglang.run_fold import RunFold
+from mambaconsole.sglang.summary import Finding, LogSummary, RankMemory, rank_sort_key, summary_of
 
-__all__ = ["detect_kind", "inspect_text", "empty_result", "KINDS"]
+__all__ = ["detect_kind", "inspect_text", "inspect_log_lines", "fold_lines", "empty_result", "KINDS"]
 
 KINDS = ("log", "metrics", "server_info", "gpu_table")
 
@@ -64,30 +66,51 @@ def detect_kind(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _summary_events(text: str) -> list:
-    """The log's events (:func:`~mambaconsole.sglang.events.parse_text`), parsed once per text."""
-    return E.parse_text(text)
+def _summary(text: str) -> LogSummary:
+    """The log's summary: the run fold (:class:`~mambaconsole.sglang.run_fold.RunFold`) over
+    its lines, once per text (``inspect LOG`` reads it three times: the JSON shape,
+    :func:`details`, :func:`per_rank_memory`)."""
+    return fold_lines(text.split("\n"))
 
 
-@functools.lru_cache(maxsize=1)
-def _summary(text: str):
-    """The log's :func:`~mambaconsole.sglang.summary.summarize` result: ``inspect LOG`` reads
-    it three times (the JSON shape, :func:`details`, :func:`per_rank_memory`) and parses once."""
-    return summarize(_summary_events(text))
+def fold_lines(lines: Iterable[str | bytes]) -> LogSummary:
+    """Stream physical lines through the parser and the run fold: memory bounded by what the
+    fold keeps, not by the number of lines (``inspect`` of a large log)."""
+    parser = E.LogParser()
+    fold = RunFold()
+    feed = fold.feed
+    chunk: list = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= 256:
+            for ev in parser.feed_many(chunk):
+                feed(ev)
+            chunk = []
+    if chunk and chunk[-1] in ("", b""):
+        chunk.pop()  # the empty piece after the last newline
+    for ev in parser.feed_many(chunk):
+        feed(ev)
+    for ev in parser.flush():
+        feed(ev)
+    return summary_of(fold)
 
 
-def per_rank_memory(text: str) -> dict[str, dict[str, Any]]:
-    """Memory lines of the last boot per rank (rank tag or "main" → RankMemory.detail()) —
-    for the readable summary. Every rank the log names has a row (the ranks of
-    ``inspect``'s ``ranks``, plus "main" when the untagged main process printed memory
-    lines); a rank that did not print a line has None there, never another rank's value."""
-    s = _summary(text)
+def _memory_rows(s: LogSummary) -> dict[str, dict[str, Any]]:
     mem = s.last.memory
     ranks = sorted(set(s.ranks) | set(mem), key=rank_sort_key)
     return {(r or "main"): (mem[r] if r in mem else RankMemory(r)).detail() for r in ranks}
 
 
-def details(text: str, kind: str) -> list[tuple[str, str]]:
+def per_rank_memory(text: str | LogSummary) -> dict[str, dict[str, Any]]:
+    """Memory lines of the last boot per rank (rank tag or "main" → RankMemory.detail()) —
+    for the readable summary. Every rank the log names has a row (the ranks of
+    ``inspect``'s ``ranks``, plus "main" when the untagged main process printed memory
+    lines); a rank that did not print a line has None there, never another rank's value.
+    ``text``: the log, or its summary."""
+    return _memory_rows(text if isinstance(text, LogSummary) else _summary(text))
+
+
+def details(text: str | LogSummary, kind: str) -> list[tuple[str, str]]:
     """Readable ``(label, text)`` lines beyond the fixed JSON shape, for ``inspect``'s summary:
     for a log, the last boot's ready summary (KV pool tokens, chunked prefill, max prefill
     tokens, context length, free GPU memory after init: SGLang's ``max_total_num_tokens=``
@@ -96,7 +119,7 @@ def details(text: str, kind: str) -> list[tuple[str, str]]:
     before). Values as SGLang printed them; absent ones are left out."""
     out: list[tuple[str, str]] = []
     if kind == "log":
-        r = _summary(text).last.summary
+        r = (text if isinstance(text, LogSummary) else _summary(text)).last.summary
         if r is not None:
             parts = [f"KV pool {r.max_total_num_tokens} tokens" if r.max_total_num_tokens is not None else None,
                      f"context_len {r.context_len}" if r.context_len is not None else None,
@@ -145,12 +168,13 @@ def _capacity_json(c: Capacity, what_if_slots: int | None) -> dict[str, Any] | N
     return out
 
 
-def _log(text: str, what_if_slots: int | None = None) -> dict[str, Any]:
-    s = _summary(text)
+def _log(s: LogSummary, prose: str | None, what_if_slots: int | None = None) -> dict[str, Any]:
+    """The JSON object of a log's summary; ``prose``: the text when no line was SGLang's (its
+    quoted messages become a finding)."""
     out = empty_result("log")
     out["sglang_version"] = s.version
     out["ranks"] = s.ranks
-    out["boots"] = len(s.boots) if any(b.events for b in s.boots) else 0
+    out["boots"] = len(s.boots) if any(b.n_events for b in s.boots) else 0
     out["outcome"] = s.outcome
     out["failure"] = s.failure.as_json() if s.failure else None
     out["memory_gb"] = s.memory_gb()
@@ -160,8 +184,8 @@ def _log(text: str, what_if_slots: int | None = None) -> dict[str, Any]:
     out["spec"] = s.spec.as_json()
     out["server_args"] = s.last.server_args
     findings = [f.as_json() for f in s.findings]
-    if not any(ev.time is not None or not isinstance(ev, (E.Text, E.PythonWarning)) for ev in _summary_events(text)):
-        quoted = quoted_messages(text)
+    if prose is not None and not s.fold.n_sglang:
+        quoted = quoted_messages(prose)
         if quoted:
             findings.append(Finding("quoted_only", "no log lines, only SGLang messages quoted in prose (not read as "
                                     "this run's log): " + "; ".join(q.message[:160] for q in quoted[:6])).as_json())
@@ -267,15 +291,32 @@ def quoted_messages(text: str) -> list[E.Event]:
     return out
 
 
-def _looks_like_log(text: str) -> bool:
-    """Some line of ``text`` is SGLang's: an enveloped line (``[time rank] message``), a
-    message in a known format (a traceback, a ready line, ...), or what the summary reads as
-    an outcome or a failure (an argparse usage error), or prose that quotes SGLang's
-    messages (a pasted report); not only plain text."""
-    if any(ev.time is not None or not isinstance(ev, (E.Text, E.PythonWarning)) for ev in _summary_events(text)):
+def _looks_like_log(s: LogSummary, text: str | None) -> bool:
+    """Some line is SGLang's: an enveloped line (``[time rank] message``), a message in a
+    known format (a traceback, a ready line, ...), or what the summary reads as an outcome or
+    a failure (an argparse usage error), or prose that quotes SGLang's messages (a pasted
+    report; ``text``: the input, when small enough to hold); not only plain text."""
+    if s.fold.n_sglang:
         return True
-    s = _summary(text)
-    return s.failure is not None or s.outcome not in (None, "unknown") or bool(quoted_messages(text))
+    return (s.failure is not None or s.outcome not in (None, "unknown")
+            or (text is not None and bool(quoted_messages(text))))
+
+
+_NOT_SGLANG = ("not an SGLang log, server info, /metrics or GPU table: no line is in SGLang's log "
+               "format ([YYYY-MM-DD HH:MM:SS] message) or a known SGLang message "
+               "(--kind log reads it as a log anyway)")
+
+
+def inspect_log_lines(lines: Iterable[str | bytes], *, prose: str | None = None, forced: bool = False,
+                      what_if_slots: int | None = None) -> tuple[dict[str, Any], LogSummary]:
+    """The ``inspect --json`` object of a log given as physical lines (streamed through the
+    run fold, bounded memory) and its :class:`LogSummary`. ``prose``: the whole text when it is
+    small enough to hold (a pasted report's quoted messages), else None; ``forced``: read as a
+    log even when nothing is SGLang's. Raises ConsoleError when nothing is SGLang's."""
+    s = fold_lines(lines)
+    if not forced and not _looks_like_log(s, prose):
+        raise ConsoleError(_NOT_SGLANG)
+    return _log(s, prose, what_if_slots), s
 
 
 def _refuse_other_json(text: str) -> None:
@@ -304,10 +345,11 @@ def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int 
         raise ConsoleError("empty input: nothing to inspect")
     forced = kind is not None
     kind = kind or detect_kind(text)
-    if kind == "log" and not forced and not _looks_like_log(text):
-        raise ConsoleError("not an SGLang log, server info, /metrics or GPU table: no line is in SGLang's log "
-                           "format ([YYYY-MM-DD HH:MM:SS] message) or a known SGLang message "
-                           "(--kind log reads it as a log anyway)")
+    if kind == "log":
+        s = _summary(text)
+        if not forced and not _looks_like_log(s, text):
+            raise ConsoleError(_NOT_SGLANG)
+        return _log(s, text, what_if_slots)
     if kind == "server_info":
         _refuse_other_json(text)
         return _server_info(text, what_if_slots)
@@ -315,6 +357,4 @@ def inspect_text(text: str | bytes, kind: str | None = None, what_if_slots: int 
         return _metrics(text)
     if kind == "gpu_table":
         return _gpu(text)
-    if kind == "log":
-        return _log(text, what_if_slots)
     raise ConsoleError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")

@@ -20,6 +20,8 @@ recomputes from accept len (:func:`drafts_only_rate`). Speculation off is "off",
 
 from __future__ import annotations
 
+from collections import deque
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -91,34 +93,59 @@ class SpecStats:
                 "collapsed": self.collapsed}
 
 
+class SpecTally:
+    """The running tally behind :class:`SpecStats`: fed one decode batch at a time (the run
+    fold keeps one per boot), constant memory whatever the number of lines."""
+
+    __slots__ = ("n", "total", "last_len", "last_rate", "seen_decode", "tail")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.total = 0.0
+        self.last_len: float | None = None
+        self.last_rate: float | None = None
+        self.seen_decode = False
+        self.tail: deque[float] = deque(maxlen=COLLAPSE_BATCHES)
+
+    def add(self, d) -> None:
+        """One :class:`~.events.DecodeBatch` (log order)."""
+        self.seen_decode = True
+        a = d.accept_len
+        if a is None:
+            return
+        self.n += 1
+        self.total += a
+        self.last_len = a
+        self.last_rate = d.accept_rate
+        self.tail.append(a)
+
+    def stats(self, version: str | Version | None = None, configured: bool | None = None) -> SpecStats:
+        """:class:`SpecStats` so far; ``configured`` is what the configuration says
+        (speculative_algorithm set or not, a draft model loaded), used when no decode line
+        decides."""
+        if self.n:
+            enabled: bool | None = True
+        elif self.seen_decode:
+            enabled = False
+        else:
+            enabled = configured
+        tail = self.tail
+        collapsed = len(tail) == COLLAPSE_BATCHES and all(x <= COLLAPSE_ACCEPT_LEN for x in tail)
+        return SpecStats(
+            enabled=enabled, batches=self.n, mean_accept_len=(self.total / self.n) if self.n else None,
+            last_accept_len=self.last_len, last_accept_rate=self.last_rate,
+            collapsed=collapsed, rate_meaning=accept_rate_meaning(version))
+
+
 def spec_stats(decodes: Iterable, version: str | Version | None = None,
                configured: bool | None = None) -> SpecStats:
     """:class:`SpecStats` of decode batch events (:class:`~.events.DecodeBatch`, in log
     order). ``configured`` is what the ServerArgs say (speculative_algorithm set or not),
     used when no decode line decides."""
-    lens: list[float] = []
-    last_rate = None
-    seen_decode = False
+    t = SpecTally()
     for d in decodes:
-        seen_decode = True
-        a = d.accept_len
-        if a is None:
-            continue
-        lens.append(a)
-        last_rate = d.accept_rate
-    if lens:
-        enabled: bool | None = True
-    elif seen_decode:
-        enabled = False
-    else:
-        enabled = configured
-    tail = lens[-COLLAPSE_BATCHES:]
-    collapsed = len(tail) == COLLAPSE_BATCHES and all(x <= COLLAPSE_ACCEPT_LEN for x in tail)
-    return SpecStats(
-        enabled=enabled, batches=len(lens),
-        mean_accept_len=(sum(lens) / len(lens)) if lens else None,
-        last_accept_len=lens[-1] if lens else None, last_accept_rate=last_rate,
-        collapsed=collapsed, rate_meaning=accept_rate_meaning(version))
+        t.add(d)
+    return t.stats(version, configured)
 
 
 def format_accept(accept_len: float | None, enabled: bool | None) -> str:

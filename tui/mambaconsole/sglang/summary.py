@@ -1,166 +1,30 @@
-"""Derived knowledge from a log's events: boots, per-rank memory budget, effective
-concurrency, speculative acceptance, and the outcome of the run.
+"""Derived knowledge from a log's events: what ``inspect``, the run history and ``report``
+show about a run — its boots, per-rank memory budget, effective concurrency, speculative
+acceptance, Mamba capacity, outcome and findings.
 
-Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
-
-- A **boot** starts at a ``server_args=`` dump, or at a startup line (distributed init /
-  weight load) for a rank that already loaded weights in the current boot, or at any startup
-  line after the current boot ended (failure, ``Killed``). Per-boot fields describe the last
-  boot.
-- **Memory budget per rank** (GB as SGLang prints it): weights = ``Load weight end ... mem
-  usage``; KV = sum of the ``KV Cache is allocated`` pools (``Full``+``SWA``; a ``VA upper
-  bound`` line is replaced by the post-capture size when it follows); Mamba conv / ssm /
-  intermediate from ``Mamba Cache is allocated``; graphs = sum of capture ``mem usage``; free
-  after load / after pools / after graphs. A rank without a line has None for it — values are
-  never copied from another rank.
-- **Concurrency**: effective from the cap warning (0.5.18+) or the ``max_total_num_tokens=``
-  summary's ``max_running_requests``; requested from the ``server_args=`` dump; slots per
-  request as SGLang printed them.
-- **Outcome** of the last boot: ``oom`` (a PyTorch OOM or SGLang's "Not enough memory"
-  family), ``arg_error`` (an exception before any weight loading — for an excerpt without
-  startup lines: a ``ValueError``/``AssertionError`` or an argparse ``error:`` not raised in
-  a forward pass), ``crashed`` (any other exception, a scheduler death, a child crash, a
-  SIGQUIT), ``exited`` (``Killed`` / ``kill_process_tree`` without a shown exception),
-  ``ready`` (``The server is fired up``, a decode/prefill batch served, or uvicorn's
-  ``Application startup complete.`` with a 200 on ``/generate``, ``/health`` or
-  ``/health_generate``), ``starting`` (startup lines only), ``unknown``.
-  A cut traceback (no exception line) gives ``crashed`` with exception None: no cause is
-  guessed.
-- **Request errors**: SGLang logs tracebacks it survives (an HTTP handler's exception, a
-  failed request). After ``The server is fired up``, a traceback that is not a process's
-  ``<Process> hit an exception`` is a request error (finding ``request_error``) unless crash
-  lines (SIGQUIT, child crash, ``kill_process_tree``, ``Killed``) follow it before any batch
-  line; and any traceback, even a scheduler's, that decode/prefill batch lines follow without
-  crash lines in between did not end the server: a request error too, not the outcome.
-- **Queueing**: while the last decode line shows a queue on a hybrid Mamba model, finding
-  ``queueing`` names the limit (:mod:`mambaconsole.sglang.capacity` verdict) and, at the
-  admission cap, the Mamba slots left idle by the cap's reservation.
-- **Failure phase**: ``runtime`` once the boot served (ready line, batches) or for a
-  scheduler exception after HTTP came up; else what the traceback's frames show (serving
-  loop: ``runtime``; weight loading: ``load``; scheduler / worker / pool / graph set-up:
-  ``startup``); else from the lines before it: ``args`` (before weight loading), ``load``
-  (weights loading), ``startup`` (after weights, before serving; warm-up; or HTTP answered
-  503s but never served), ``runtime`` for an excerpt with only a PyTorch OOM that shows
-  CUDA-graph private pools (capture was done); None when the excerpt does not tell.
-- **Root cause**: the failure is the first traceback of the boot, except that an exception
-  SGLang's own processes raised (a ``<Process> hit an exception`` header, a frame in
-  SGLang's code) replaces a bare exception line before it (a test harness's
-  ``TimeoutError``).
-- **Draft model**: a rank's second ``Load weight end`` in a boot is the speculative draft
-  model's (a draft class name, ``...MTP``/``...NextN``/``Eagle``/``...DraftModel``, or a
-  class other than the target's); its weights never replace the target's and it turns
-  speculation on. A second load of the target's own class begins a new boot. After the
-  scheduler's set-up line (``max_total_num_tokens=``) without a draft model, speculation
-  is off unless the ServerArgs or decode lines say otherwise.
-- **Mamba pool** not printed: the size the decode lines' ``mamba num``/``mamba usage``
-  pairs determine (:func:`mambaconsole.sglang.capacity.pool_from_usage`).
+Every claim comes from the run fold (:class:`mambaconsole.sglang.run_fold.RunFold`, whose
+docstring holds the rules): :func:`summarize` runs it over the events and reads the result;
+the live console runs the same fold line by line. This module adds the findings (one rule
+each, below) and the JSON-shaped views.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mambaconsole.sglang import events as E
 from mambaconsole.sglang.capacity import Capacity, Sample, capacity, pool_from_usage
-from mambaconsole.sglang.spec import SpecStats, spec_stats
+from mambaconsole.sglang.run_fold import (  # noqa: F401 - the fold's types, re-exported
+    OUTCOMES, Boot, Failure, RankMemory, RunFold, is_draft_arch, rank_sort_key,
+)
+from mambaconsole.sglang.spec import SpecStats
 
 __all__ = [
-    "RankMemory", "Failure", "Finding", "Boot", "LogSummary", "summarize", "rank_sort_key",
-    "OUTCOMES",
+    "RankMemory", "Failure", "Finding", "Boot", "LogSummary", "summarize", "summary_of", "rank_sort_key",
+    "OUTCOMES", "RunFold",
 ]
-
-OUTCOMES = ("ready", "starting", "oom", "arg_error", "crashed", "exited", "unknown")
-
-_ARGPARSE_ERR = re.compile(r"^(?:usage: .*|[\w./ -]+: error: .+)$")
-_MAIN = "main"
-#: the start of the Mamba pool line (0.5.x ``Mamba Cache is allocated. ...``); a rank-tagged
-#: text line that is a proper prefix of it is that line cut off (a tmux capture mid-write)
-_MAMBA_LINE = "Mamba Cache is allocated."
-
-
-def rank_sort_key(rank: str | None) -> tuple:
-    """Order ranks by their numeric tags (DP, PP, ..., TP, EP); the main process (None) last."""
-    if rank is None:
-        return (1,)
-    tags = E.rank_tags(rank)
-    order = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "CP")
-    return (0,) + tuple(tags.get(k, -1) for k in order) + (rank,)
-
-
-@dataclass
-class RankMemory:
-    """One rank's startup memory lines (GB as printed; None = line not seen)."""
-
-    rank: str | None
-    weights: float | None = None
-    #: the speculative draft model's weights (its own ``Load weight end``), never the target's
-    draft_weights: float | None = None
-    kv_cache: float | None = None
-    kv_tokens: int | None = None
-    mamba_conv: float | None = None
-    mamba_ssm: float | None = None
-    mamba_intermediate: float | None = None
-    mamba_slots: int | None = None
-    mamba_line_cut: bool = False
-    #: the target model's class as ``Load weight end`` printed it (``type=``)
-    arch: str | None = None
-    cuda_graph: float | None = None
-    avail_after_load: float | None = None
-    avail_after_pool: float | None = None
-    avail_before_graph: float | None = None
-    avail_after_graph: float | None = None
-    graph_batch_sizes: tuple[int, ...] | None = None
-    _kv_upper: bool = False
-
-    @property
-    def mamba_total(self) -> float | None:
-        parts = [self.mamba_conv, self.mamba_ssm, self.mamba_intermediate]
-        if all(p is None for p in parts):
-            return None
-        return round(sum(p for p in parts if p is not None), 6)
-
-    def detail(self) -> dict[str, Any]:
-        """Every value of this rank: the memory_gb keys plus KV tokens, Mamba slots, free
-        memory after the pools / before and after graph capture, graph batch sizes."""
-        d = self.as_json()
-        d.update({"draft_weights": self.draft_weights, "kv_tokens": self.kv_tokens, "mamba_slots": self.mamba_slots,
-                  "avail_after_pool": self.avail_after_pool, "avail_before_graph": self.avail_before_graph,
-                  "avail_after_graph": self.avail_after_graph,
-                  "graph_batch_sizes": list(self.graph_batch_sizes) if self.graph_batch_sizes else None})
-        return d
-
-    def as_json(self) -> dict[str, Any]:
-        return {"weights": self.weights, "kv_cache": self.kv_cache, "mamba_conv": self.mamba_conv,
-                "mamba_ssm": self.mamba_ssm, "mamba_intermediate": self.mamba_intermediate,
-                "mamba_total": self.mamba_total, "cuda_graph": self.cuda_graph,
-                "avail_after_load": self.avail_after_load}
-
-
-@dataclass(frozen=True)
-class Failure:
-    """What ended a boot. ``phase``: args/load/startup/runtime or None; ``exception`` the
-    exception type as printed (``torch.OutOfMemoryError``) or None when not shown; ``oom`` (in
-    the JSON) PyTorch's OOM numbers in GiB (:meth:`E.TorchOom.as_json`) or None."""
-
-    phase: str | None
-    exception: str | None
-    message: str | None
-    rank: str | None
-    event: E.Event | None = None
-
-    @property
-    def oom(self) -> E.TorchOom | None:
-        """The numbers of a PyTorch CUDA OOM that ended the boot (:class:`E.TorchOom`), else None."""
-        return self.event.oom_numbers if isinstance(self.event, E.Traceback) else None
-
-    def as_json(self) -> dict[str, Any]:
-        oom = self.oom
-        return {"phase": self.phase, "exception": self.exception, "message": self.message, "rank": self.rank,
-                "oom": oom.as_json() if oom is not None else None}
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -172,65 +36,6 @@ class Finding:
 
 
 @dataclass
-class Boot:
-    """One server start within a log."""
-
-    events: list[E.Event] = field(default_factory=list)
-    memory: dict[str | None, RankMemory] = field(default_factory=dict)
-    server_args: dict[str, Any] | None = None
-    summary: E.ReadySummary | None = None
-    capped: E.ConcurrencyCapped | None = None
-    decodes: list[E.DecodeBatch] = field(default_factory=list)
-    ready: bool = False
-    http_up: bool = False
-    #: uvicorn's "Application startup complete." seen
-    app_started: bool = False
-    #: an access line answered 200 on /generate, /health or /health_generate
-    http_served: bool = False
-    #: an access line of any status: the HTTP server was up and answering
-    http_answered: bool = False
-    #: a decode or prefill batch line: the server served requests
-    served: bool = False
-    #: ranks whose draft model (speculative decoding) loaded: rank -> its weights GB
-    draft_weights: dict = field(default_factory=dict)
-    #: ranks with a second ``Load weight begin`` in this boot whose end line is still to come
-    second_load: set = field(default_factory=set)
-    weights_started: bool = False
-    weights_loaded: bool = False
-    failure: Failure | None = None
-    ended: bool = False
-    killed: bool = False
-    settings: list[E.SettingChanged] = field(default_factory=list)
-    deprecated_flags: list[E.FlagDeprecated] = field(default_factory=list)
-    request_errors: list[E.Traceback] = field(default_factory=list)
-    pending_error: E.Traceback | None = None  # a request error no batch line followed yet
-    crash_lines: bool = False  # SIGQUIT / child crash / kill lines seen (the failure is final)
-
-    @property
-    def serving(self) -> bool:
-        """The server served: SGLang's ready line, a decode or prefill batch, or uvicorn's
-        "Application startup complete." with a 200 on ``/generate`` or ``/health``."""
-        return self.ready or self.served or (self.app_started and self.http_served)
-
-    def rank(self, rank: str | None) -> RankMemory:
-        m = self.memory.get(rank)
-        if m is None:
-            m = self.memory[rank] = RankMemory(rank)
-        return m
-
-    @property
-    def ranks(self) -> list[str]:
-        seen = {e.rank for e in self.events if e.rank}
-        return sorted(seen, key=rank_sort_key)
-
-    @property
-    def primary(self) -> RankMemory | None:
-        """The lowest rank that reported any memory line (the main process last)."""
-        keys = sorted(self.memory, key=rank_sort_key)
-        return self.memory[keys[0]] if keys else None
-
-
-@dataclass
 class LogSummary:
     boots: list[Boot]
     ranks: list[str]
@@ -239,6 +44,8 @@ class LogSummary:
     failure: Failure | None
     spec: SpecStats
     findings: list[Finding]
+    #: the fold the summary reads (None for a summary built otherwise)
+    fold: RunFold | None = None
 
     @property
     def last(self) -> Boot:
@@ -261,7 +68,7 @@ class LogSummary:
         if isinstance(v, int) and not isinstance(v, bool):
             return v
         # not printed: what the decode lines' mamba num / mamba usage pairs determine
-        return pool_from_usage(Sample.of(d) for d in b.decodes)
+        return pool_from_usage(b.usage_samples())
 
     def concurrency(self) -> dict[str, Any]:
         b = self.last
@@ -290,7 +97,8 @@ class LogSummary:
         return capacity(pool_slots=self.mamba_slots(), cap=c["effective"], requested=c["requested"],
                         stated_slots_per_request=c["slots_per_request"], args=b.server_args,
                         samples=[Sample.of(d) for d in b.decodes], mamba_state_gb=state,
-                        kv_gb=p.kv_cache if p else None, kv_tokens=p.kv_tokens if p else None)
+                        kv_gb=p.kv_cache if p else None, kv_tokens=p.kv_tokens if p else None,
+                        peak_running=b.peak_running)
 
     def last_decode(self) -> dict[str, Any] | None:
         if not self.last.decodes:
@@ -304,347 +112,20 @@ class LogSummary:
 # ---------------------------------------------------------------------------------------
 
 
-#: paths whose 200 answer shows the server serving (``http_server.py``: /generate runs a
-#: request through the scheduler; /health and /health_generate answer 200 only once it serves)
-_READY_PATHS = frozenset(("/generate", "/health", "/health_generate"))
 
-#: SGLang's draft-model classes (speculative decoding), by the names its model registry uses:
-#: ``...ForCausalLMMTP``, ``...NextN``, ``...Eagle``/``Eagle3...``, ``...DraftModel``
-#: (0.5.23 ``srt/models/*.py`` ``EntryClass``; the same suffixes since 0.5.5)
-_DRAFT_ARCH = re.compile(r"(?:MTP|NextN|DraftModel)$|Eagle|Medusa|DFlash")
-
-
-def is_draft_arch(arch: str | None) -> bool:
-    """Whether a ``Load weight end`` ``type=`` names a speculative draft model class."""
-    return bool(arch) and _DRAFT_ARCH.search(arch) is not None
-
-
-def _restarts(b: Boot, ev: E.Event, loaded_ranks: set) -> bool:
-    """A startup line that begins a new server start in a boot that has not ended: a rank's
-    distributed init after it loaded weights; a second ``Load weight end`` of the target's
-    own class (a draft model's class, or a second load SGLang started right after the
-    first without a distributed init, is the speculative draft model of this boot)."""
-    if ev.rank not in loaded_ranks:
-        return False
-    if isinstance(ev, E.DistributedInit):
-        # 0.5.23 prints "Memory baseline taken" for every model runner, the draft's too
-        return not ev.message.startswith("Memory baseline")
-    if isinstance(ev, E.WeightsLoadBegin):
-        return False  # decided by its end line
-    if isinstance(ev, E.WeightsLoaded):
-        if is_draft_arch(ev.arch):
-            return False
-        target = b.memory.get(ev.rank)
-        target_arch = target.arch if target else None
-        if ev.arch is not None and target_arch is not None:
-            return ev.arch == target_arch
-        return ev.rank not in b.second_load
-    return False
-
-
-def _raised_by_sglang(ev: E.Event | None) -> bool:
-    """An exception SGLang's own processes raised: a ``<Process> hit an exception`` header or
-    a frame in SGLang's code; not a bare exception line (a test harness's ``TimeoutError``)."""
-    if not isinstance(ev, E.Traceback):
-        return ev is not None
-    return ev.origin is not None or any("sglang" in f.file for f in ev.frames)
-
-
-def _is_startup(ev: E.Event) -> bool:
-    return isinstance(ev, (E.DistributedInit, E.WeightsLoadBegin, E.WeightsLoaded))
-
-
-def _phase_without_context(tb: E.Traceback) -> str | None:
-    # raised inside argument resolution (0.5.11 server_args.py:_handle_mamba_radix_cache,
-    # 0.5.23 arg_groups/mamba_hook.py): an argument error, whatever the function is called
-    if tb.frames and re.search(r"sglang/srt/(server_args\.py|arg_groups/)", tb.frames[-1].file):
-        return "args"
-    text = " ".join(f"{f.file} {f.function or ''}" for f in tb.frames)
-    if re.search(r"forward|event_loop|run_batch|process_batch|/layers/|cuda_graph_runner|sample|"
-                 r"sanity_check|radix_cache", text):
-        return "runtime"
-    if re.search(r"server_args|arg_groups|prepare_server_args|argparse", text):
-        return "args"
-    if tb.oom:
-        return "load"
-    if tb.exc_type in ("ValueError", "AssertionError") and not tb.origin:
-        return "args"
-    return None
-
-
-#: what a traceback's frames show SGLang was doing (function names and files of 0.5.5-0.5.23):
-#: serving (the scheduler's event loop and batch processing), loading weights (ModelRunner.
-#: load_model, the model loaders), setting up (Scheduler.__init__, the TP worker and model
-#: runner set-up, memory pools, CUDA graph capture). Checked in this order: a serving frame
-#: anywhere wins, then weight loading, then set-up.
-_FRAMES_SERVING = re.compile(r"event_loop|run_batch|process_batch|process_input_requests|handle_generate_request|"
-                             r"get_next_batch_to_run|get_new_batch_prefill|update_running_batch")
-_FRAMES_LOAD = re.compile(r"load_model|load_weights|model_loader/|weight_utils|download_weights")
-_FRAMES_SETUP = re.compile(r"init_model_worker|init_tp_model_worker|TpModelWorker|init_memory_pool|init_cache|"
-                           r"capture|init_device_graphs|init_cuda_graphs|alloc_memory|MambaPool|"
-                           r"memory_pool\.py|scheduler\.py __init__|model_runner\.py (?:__init__|initialize)")
-
-
-def _frames_phase(tb: E.Traceback) -> str | None:
-    """The phase the frames show (module rule above), or None when they show none."""
-    if not tb.frames:
-        return None
-    text = " ".join(f"{f.file} {f.function or ''}" for f in tb.frames)
-    named = " ".join(f"{f.file.rsplit('/', 1)[-1]} {f.function or ''}" for f in tb.frames)
-    if _FRAMES_SERVING.search(text):
-        return "runtime"
-    if _FRAMES_LOAD.search(text):
-        return "load"
-    if _FRAMES_SETUP.search(text) or _FRAMES_SETUP.search(named):
-        return "startup"
-    return None
-
-
-def _failure_phase(boot: Boot, ev: E.Event) -> str | None:
-    started = boot.weights_started or boot.weights_loaded or any(
-        _is_startup(e) or isinstance(e, (E.KVCacheAllocated, E.MambaCacheAllocated, E.MemoryPoolEnd,
-                                         E.GraphCaptureBegin, E.GraphCaptureEnd, E.ReadySummary))
-        for e in boot.events)
-    if boot.serving:
-        return "runtime"  # batches were served (or SGLang said it was ready) before it
-    if boot.http_up and isinstance(ev, E.Traceback) and ev.origin == "Scheduler":
-        return "runtime"
-    tb = ev if isinstance(ev, E.Traceback) else None
-    if tb is not None and not (tb.frames and re.search(r"sglang/srt/(server_args\.py|arg_groups/)", tb.frames[-1].file)):
-        fp = _frames_phase(tb)
-        if fp is not None:
-            return fp
-    if not started:
-        if tb is not None:
-            if boot.server_args is not None or boot.deprecated_flags:
-                return "args" if not tb.oom else "load"
-            if boot.http_answered:
-                return "startup"  # HTTP answered (503s) but never served: start-up did not finish
-            oom = tb.oom_numbers
-            if oom is not None and oom.graph_pools_gib:
-                return "runtime"  # CUDA graph pools exist: capture, the end of start-up, was done
-            return _phase_without_context(tb)
-        return "startup" if boot.http_answered else None
-    if not boot.weights_loaded:
-        return "load"
-    return "startup"
-
-
-def _served(b: Boot) -> None:
-    """A decode/prefill batch line: the server went on serving. A pending request error
-    stays one; a traceback failure without crash lines since did not end the server."""
-    b.pending_error = None
-    f = b.failure
-    if f is not None and not b.crash_lines and isinstance(f.event, E.Traceback):
-        b.request_errors.append(f.event)
-        b.failure = None
-        b.ended = False
-
-
-def _crash_lines(b: Boot) -> None:
-    """SGLang's crash lines: a request error no batch line followed is what ended the server."""
-    b.crash_lines = True
-    ev = b.pending_error
-    if ev is not None and b.failure is None:
-        b.request_errors.remove(ev)
-        b.failure = Failure(phase="runtime", exception=ev.exc_type, message=ev.exc_message, rank=ev.rank, event=ev)
-    b.pending_error = None
-
-
-def _new_boot(boots: list[Boot]) -> Boot:
-    b = Boot()
-    boots.append(b)
-    return b
-
-
-def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSummary:
-    """Derive a :class:`LogSummary` from a log's events (in order)."""
-    boots: list[Boot] = [Boot()]
-    b = boots[0]
-    loaded_ranks: set[str | None] = set()
-    all_events: list[E.Event] = []
-    for ev in events:
-        all_events.append(ev)
-        # boot boundaries
-        if isinstance(ev, E.ServerArgsDump):
-            if b.events and (b.weights_started or b.weights_loaded or b.ended or b.server_args is not None):
-                b = _new_boot(boots)
-                loaded_ranks = set()
-        elif _is_startup(ev) and (b.ended or _restarts(b, ev, loaded_ranks)):
-            b = _new_boot(boots)
-            loaded_ranks = set()
-        b.events.append(ev)
-        t = type(ev)
-        if t is E.DecodeBatch or t is E.PrefillBatch:
-            _served(b)
-            b.served = True
-            if t is E.DecodeBatch:
-                b.decodes.append(ev)  # type: ignore[arg-type]
-            continue
-        if t is E.ServerArgsDump:
-            b.server_args = ev.args  # type: ignore[attr-defined]
-        elif t is E.WeightsLoadBegin:
-            b.weights_started = True
-            if ev.rank in loaded_ranks:
-                b.second_load.add(ev.rank)
-        elif t is E.DistributedInit and not ev.message.startswith("Memory baseline"):
-            b.second_load.discard(ev.rank)
-        elif t is E.WeightsLoaded:
-            b.weights_loaded = True
-            if ev.rank in loaded_ranks:
-                # the same rank's second load in this boot: the draft model (_restarts
-                # split the boot when it was the target again)
-                b.draft_weights[ev.rank] = ev.mem_usage_gb  # type: ignore[attr-defined]
-                b.rank(ev.rank).draft_weights = ev.mem_usage_gb  # type: ignore[attr-defined]
-                b.second_load.discard(ev.rank)
-                continue
-            loaded_ranks.add(ev.rank)
-            r = b.rank(ev.rank)
-            r.arch = ev.arch  # type: ignore[attr-defined]
-            r.weights = ev.mem_usage_gb  # type: ignore[attr-defined]
-            r.avail_after_load = ev.avail_gb  # type: ignore[attr-defined]
-        elif t is E.KVCacheAllocated:
-            r = b.rank(ev.rank)
-            kv = ev.total_gb  # type: ignore[attr-defined]
-            if ev.upper_bound:  # type: ignore[attr-defined]
-                r._kv_upper = True
-                r.kv_cache, r.kv_tokens = kv, ev.tokens  # type: ignore[attr-defined]
-            elif ev.post_capture or r._kv_upper:  # type: ignore[attr-defined]
-                r._kv_upper = False
-                r.kv_cache, r.kv_tokens = kv, ev.tokens  # type: ignore[attr-defined]
-            else:
-                r.kv_cache = kv if r.kv_cache is None or kv is None else round(r.kv_cache + kv, 6)
-                r.kv_tokens = ev.tokens if r.kv_tokens is None else r.kv_tokens  # type: ignore[attr-defined]
-        elif t is E.MambaCacheAllocated:
-            r = b.rank(ev.rank)
-            if not ev.complete:  # type: ignore[attr-defined]
-                r.mamba_line_cut = True
-            else:
-                r.mamba_conv = ev.conv_gb  # type: ignore[attr-defined]
-                r.mamba_ssm = ev.ssm_gb  # type: ignore[attr-defined]
-                r.mamba_intermediate = ev.intermediate_gb  # type: ignore[attr-defined]
-                r.mamba_slots = ev.max_mamba_cache_size  # type: ignore[attr-defined]
-        elif t is E.MemoryPoolEnd:
-            b.rank(ev.rank).avail_after_pool = ev.avail_gb  # type: ignore[attr-defined]
-        elif t is E.GraphCaptureBegin:
-            r = b.rank(ev.rank)
-            if r.avail_before_graph is None:
-                r.avail_before_graph = ev.avail_gb  # type: ignore[attr-defined]
-            if ev.batch_sizes:  # type: ignore[attr-defined]
-                r.graph_batch_sizes = ev.batch_sizes  # type: ignore[attr-defined]
-        elif t is E.GraphBatchSizes:
-            b.rank(ev.rank).graph_batch_sizes = ev.batch_sizes  # type: ignore[attr-defined]
-        elif t is E.GraphCaptureEnd:
-            r = b.rank(ev.rank)
-            if ev.mem_usage_gb is not None:  # type: ignore[attr-defined]
-                r.cuda_graph = round((r.cuda_graph or 0.0) + ev.mem_usage_gb, 6)  # type: ignore[attr-defined]
-            r.avail_after_graph = ev.avail_gb  # type: ignore[attr-defined]
-            if ev.batch_sizes:  # type: ignore[attr-defined]
-                r.graph_batch_sizes = ev.batch_sizes  # type: ignore[attr-defined]
-        elif t is E.ReadySummary:
-            b.summary = ev  # type: ignore[assignment]
-        elif t is E.ConcurrencyCapped:
-            b.capped = ev  # type: ignore[assignment]
-        elif t is E.ServerReady:
-            b.ready = True
-        elif t is E.HttpServerUp:
-            b.http_up = True
-        elif t is E.AppStartupComplete:
-            b.app_started = True
-        elif t is E.HttpAccess:
-            b.http_answered = True
-            if ev.status == 200 and (ev.path or "").split("?")[0] in _READY_PATHS:  # type: ignore[attr-defined]
-                b.http_served = True
-        elif t is E.SettingChanged:
-            b.settings.append(ev)  # type: ignore[arg-type]
-        elif t is E.FlagDeprecated:
-            b.deprecated_flags.append(ev)  # type: ignore[arg-type]
-        elif t is E.Traceback and b.serving and ev.origin is None and b.failure is None:  # type: ignore[attr-defined]
-            b.request_errors.append(ev)  # type: ignore[arg-type]
-            b.pending_error = ev  # type: ignore[assignment]
-        elif t is E.Traceback:
-            f = b.failure
-            if f is None or (f.exception is None and ev.exc_type) or (  # type: ignore[attr-defined]
-                    not _raised_by_sglang(f.event) and _raised_by_sglang(ev)):
-                b.failure = Failure(phase=_failure_phase(b, ev), exception=ev.exc_type,  # type: ignore[attr-defined]
-                                    message=ev.exc_message, rank=ev.rank, event=ev)  # type: ignore[attr-defined]
-            b.ended = True
-        elif t in (E.ChildCrashed, E.SchedulerDied, E.WatchdogTimeout):
-            _crash_lines(b)
-            if b.failure is None:
-                b.failure = Failure(phase=_failure_phase(b, ev), exception=None, message=ev.message, rank=ev.rank, event=ev)
-            b.ended = True
-        elif t in (E.SigquitReceived, E.KillProcessTree):
-            _crash_lines(b)
-            b.ended = True
-        elif t is E.Killed:
-            _crash_lines(b)
-            b.killed = True
-            b.ended = True
-        elif t is E.Text and ev.rank and _MAMBA_LINE.startswith(ev.message.rstrip()) \
-                and len(ev.message.rstrip()) >= 8:
-            b.rank(ev.rank).mamba_line_cut = True  # "Mamba Cache is alloca": cut before its fields
-        elif t is E.Text and ev.time is None and _ARGPARSE_ERR.match(ev.message) and ": error: " in ev.message:
-            if b.failure is None:
-                b.failure = Failure(phase="args", exception="argparse", message=ev.message.split(": error: ", 1)[1],
-                                    rank=None, event=ev)
-            b.ended = True
-
-    last = boots[-1]
-    if version is None:
-        version = _version_in(all_events)
-    outcome = _outcome(last)
-    ranks = sorted({e.rank for e in all_events if e.rank}, key=rank_sort_key)
-    sa = last.server_args or {}
-    configured = None
-    if "speculative_algorithm" in sa:
-        configured = sa.get("speculative_algorithm") is not None
-    if last.draft_weights:
-        configured = True  # a draft model loaded
-    elif configured is None and last.summary is not None and last.memory and not last.second_load:
-        # the scheduler finished its set-up (its max_total_num_tokens= line comes after the
-        # draft worker's, scheduler.py init_model_worker) and no draft model loaded
-        configured = False
-    stats = spec_stats(last.decodes, version=version, configured=configured)
-    s = LogSummary(boots=boots, ranks=ranks, version=version, outcome=outcome, failure=last.failure,
-                   spec=stats, findings=[])
+def summary_of(fold: RunFold, version: str | None = None) -> LogSummary:
+    """The :class:`LogSummary` of a fold as it stands (``version`` overrides the one the log
+    names, for the accept rate's meaning)."""
+    version = version or fold.version
+    s = LogSummary(boots=fold.boots, ranks=fold.sorted_ranks(), version=version, outcome=fold.outcome,
+                   failure=fold.failure, spec=fold.spec(version), findings=[], fold=fold)
     s.findings = _findings(s)
     return s
 
 
-_VERSION_IN_TEXT = re.compile(r"\bsglang(?:==|:v|:|/v| v| version:? v?)(\d+\.\d+\.\d+(?:\.post\d+)?)\b", re.I)
-
-
-def _version_in(events: list[E.Event]) -> str | None:
-    """An SGLang version named in the log itself (``sglang==0.5.13.post1``, an image tag
-    ``lmsysorg/sglang:v0.5.19``, ``sglang version: 0.5.9``); None when none is."""
-    for e in events:
-        if type(e) in (E.Text, E.PythonWarning):
-            m = _VERSION_IN_TEXT.search(e.message)
-            if m:
-                return m.group(1)
-    return None
-
-
-def _outcome(b: Boot) -> str:
-    f = b.failure
-    if f is not None:
-        ev = f.event
-        if isinstance(ev, E.Traceback) and ev.oom:
-            return "oom"
-        if f.phase == "args":
-            return "arg_error"
-        return "crashed"
-    if b.killed or any(isinstance(e, E.KillProcessTree) for e in b.events):
-        return "exited"
-    if any(isinstance(e, E.SigquitReceived) for e in b.events):
-        return "crashed"
-    if b.serving:
-        return "ready"
-    if b.weights_started or b.weights_loaded or b.memory or b.summary is not None or b.http_up \
-            or any(_is_startup(e) for e in b.events):
-        return "starting"
-    return "unknown"
+def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSummary:
+    """Run the fold over a log's events (in order) and summarize it."""
+    return summary_of(RunFold().feed_all(events), version)
 
 
 def _findings(s: LogSummary) -> list[Finding]:

@@ -228,7 +228,7 @@ class Feed:
         ``mean_accept_len``, ``oom_in_use_gib`` (what PyTorch's OOM message says the process had
         in use when it failed, GiB; None without one), ``failure``. Reads at most ``max_bytes`` of the log
         (its head and its tail when longer)."""
-        from mambaconsole.sglang.events import LogParser, ServerReady
+        from mambaconsole.sglang.events import LogParser
         from mambaconsole.sglang.summary import summarize
         from mambaconsole.sglang.text import envelope_seconds
 
@@ -245,7 +245,7 @@ class Feed:
         events.extend(parser.flush())
         s = summarize(events)
         first = next((e.time for e in events if e.time), None)
-        ready = next((e.time for e in s.last.events if isinstance(e, ServerReady) and e.time), None)
+        ready = s.last.ready_time
         ttr = None
         if first and ready:
             t0, t1 = envelope_seconds(first), envelope_seconds(ready)
