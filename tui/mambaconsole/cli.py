@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "stop": "mambaconsole.commands.stop",
     "inspect": "mambaconsole.commands.inspect",
     "resolve": "mambaconsole.commands.resolve",
+    "plan": "mambaconsole.commands.plan",
     "report": "mambaconsole.commands.report",
     "fleet": "mambaconsole.commands.fleet",
 }

@@ -1,0 +1,170 @@
+"""``mambaconsole plan``: predict a launch's GPU memory budget on the node before the model
+loads: SGLang's own argument resolution (:mod:`mambaconsole.resolve`), the node's facts
+(``config.json``, the weights' bytes from safetensors headers, GPU memory from NVML; read by
+:mod:`mambaconsole.agent.node_facts`) and SGLang's sizing rules
+(:mod:`mambaconsole.sglang.budget`). Exit status 0 when it fits, 1 when it does not."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from mambaconsole.errors import ConsoleError, UsageError
+from mambaconsole.sglang import budget as B
+
+HELP = ("predict a launch's GPU memory budget before the model loads: weights, Mamba pool, KV cache, "
+        "graphs, the verdict and the largest Mamba caps that fit")
+
+GIB = B.GIB
+
+#: the flags advice may offer -> the ServerArgs field that must exist on the node's SGLang
+_ADVICE_FLAGS = {"--max-mamba-cache-size": "max_mamba_cache_size",
+                 "--mamba-full-memory-ratio": "mamba_full_memory_ratio",
+                 "--mem-fraction-static": "mem_fraction_static"}
+
+
+class PlanError(ConsoleError):
+    """The plan cannot be made (no config, no GPU, resolution failed)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="local", help="ssh alias, user@host[:port], or 'local' (default)")
+    parser.add_argument("--python", default="python3", help="the SGLang server's python on the node (default: python3)")
+    parser.add_argument("--gpu-memory-gib", type=float, metavar="N",
+                        help="plan for a GPU of N GiB that is not there (the node's GPU is not read)")
+    parser.add_argument("--gpu-name", help="with --gpu-memory-gib: the planned GPU's name, shown only")
+    parser.add_argument("--json", action="store_true", help="print the prediction as JSON (stable keys)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment variable for SGLang on the node (repeatable), like a launch's env prefix")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds (default 180)")
+    parser.add_argument("sglang_args", nargs=argparse.REMAINDER,
+                        help="-- then the SGLang server flags (e.g. -- --model-path M --tp-size 2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    sglang_args = list(args.sglang_args)
+    if sglang_args and sglang_args[0] == "--":
+        sglang_args = sglang_args[1:]
+    if not sglang_args:
+        raise UsageError("give the SGLang flags after --, e.g. mambaconsole plan -- --model-path M")
+    if args.gpu_memory_gib is not None and args.gpu_memory_gib <= 0:
+        raise UsageError(f"--gpu-memory-gib must be positive, got {args.gpu_memory_gib:g}")
+    from mambaconsole.commands.resolve import _env
+
+    resolved, facts = asyncio.run(_fetch(args.host, args.python, sglang_args, _env(args.env), args.timeout))
+    out = make_plan(resolved, facts, gpu_memory_gib=args.gpu_memory_gib, gpu_name=args.gpu_name)
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(render(out))
+    return 0 if out["fits"] else 1
+
+
+async def _fetch(host: str, python: str, argv: list[str], env: dict | None, timeout: float) -> tuple[dict, dict]:
+
+    from mambaconsole.node import connect
+    from mambaconsole.resolve import resolve
+
+    node = await connect(host)
+    try:
+        resolved = await resolve(node, argv, python=python, env=env, timeout=timeout)
+        if not resolved["ok"]:
+            err = resolved.get("error") or resolved.get("usage_error") or {}
+            raise PlanError(f"SGLang refuses these arguments: {err.get('type', '')}: {err.get('message', err)}"
+                            " (mambaconsole resolve shows where)")
+        model_path = resolved["fields"].get("model_path", {}).get("value") or ""
+        facts = await node_facts(node, python, str(model_path), env, timeout)
+        return resolved, facts
+    finally:
+        await node.close()
+
+
+async def node_facts(node, python: str, model_path: str, env: dict | None = None, timeout: float = 60.0) -> dict:
+    """Run :mod:`mambaconsole.agent.node_facts` with the node's ``python``; its JSON answer."""
+    from mambaconsole.node.runs import agent_script
+    from mambaconsole.node.base import NodeError
+
+    try:
+        res = await node.run([python, "-u", "-", model_path], input=agent_script("node_facts.py"), env=env,
+                             timeout=timeout)
+    except NodeError as exc:
+        raise PlanError(f"reading the node's facts on {node.name}: {exc}") from None
+    lines = [ln for ln in res.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise PlanError(f"node facts on {node.name} failed: {tail[-1] if tail else 'no output'}") from None
+
+
+def make_plan(resolved: dict, facts: dict, *, gpu_memory_gib: float | None = None,
+              gpu_name: str | None = None) -> dict:
+    """The plan (``--json``'s object, :func:`mambaconsole.sglang.budget.plan_json` plus
+    ``sglang_version``, ``model_path``, ``gpu_name``, ``config_path``) from a resolve result and
+    the node's facts."""
+    fields = {name: f["value"] for name, f in resolved["fields"].items()}
+    config = facts.get("config")
+    if not config:
+        raise PlanError(f"no config.json for --model-path {facts.get('model_path')!r} on the node"
+                        + (f" ({'; '.join(facts.get('errors') or [])})" if facts.get("errors") else ""))
+    try:
+        shape = B.ModelShape.from_config(config)
+    except B.BudgetError as exc:
+        raise PlanError(f"{facts.get('config_path')}: {exc}") from None
+    if facts.get("weights_bytes"):
+        weights, source = int(facts["weights_bytes"]), str(facts["weights_source"])
+    else:
+        weights, source = shape.estimated_weight_bytes(), "estimated"
+    if gpu_memory_gib is not None:
+        total, free, name, planned = int(gpu_memory_gib * GIB), None, gpu_name or f"{gpu_memory_gib:g} GiB GPU", True
+    else:
+        gpus = facts.get("gpus") or []
+        idx = int(fields.get("base_gpu_id") or 0)
+        gpu = next((g for g in gpus if g.get("index") == idx), gpus[0] if gpus else None)
+        if gpu is None:
+            raise PlanError("no GPU readable on the node (NVML, nvidia-smi): plan for one with --gpu-memory-gib N")
+        total, free, name, planned = int(gpu["total_bytes"]), int(gpu["free_bytes"]), gpu["name"], False
+    node = B.NodeFacts(gpu_total_bytes=total, gpu_free_bytes=free, weight_bytes=weights, weights_source=source,
+                       gpu_name=name, planned=planned)
+    rules = B.rules_for(resolved.get("sglang_version"), simulated=bool(resolved.get("simulated")))
+    try:
+        b = B.predict(fields, shape, node, rules)
+        accepted = {flag for flag, field in _ADVICE_FLAGS.items() if field in fields}
+        advice = [] if b.fits and b.risk is None else B.advise(fields, shape, node, rules, accepted)
+    except B.BudgetError as exc:
+        raise PlanError(str(exc)) from None
+    out = B.plan_json(b, advice, node)
+    device = fields.get("device")
+    if planned and device not in (None, "cuda"):
+        src = resolved["fields"].get("mem_fraction_static", {}).get("source")
+        out["notes"].append(f"SGLang resolved these arguments for device {device!r}, not the planned GPU"
+                            + ("" if src in ("cli", "config") else
+                               f": mem_fraction_static={fields.get('mem_fraction_static')} is its default there; "
+                               "give --mem-fraction-static to plan with the GPU's"))
+    out.update({"sglang_version": resolved.get("sglang_version"), "model_path": facts.get("model_path"),
+                "config_path": facts.get("config_path"), "gpu_name": name, "architecture": shape.architecture})
+    return out
+
+
+def render(p: dict[str, Any]) -> str:
+    """The plan as a few readable lines."""
+    bg = p["budget_gib"]
+    lines = [
+        f"SGLang {p['sglang_version']} (sizing rules of {p['rules']}) · {p['architecture']} · "
+        f"{p['gpu_name']}, {p['gpu_total_gib']:.1f} GiB" + (" (planned, not on the node)" if p["gpu_planned"] else ""),
+        f"weights    {bg['weights']:7.2f} GiB  ({p['weights_source']})",
+        f"Mamba      {bg['mamba']:7.2f} GiB  ({p['max_mamba_cache_size']} slots)" if p["max_mamba_cache_size"] is not None
+        else "Mamba         -       (no linear-attention layers)",
+        f"KV cache   {bg['kv_cache']:7.2f} GiB  ({p['kv_tokens']:,} tokens)",
+        f"graphs     {bg['cuda_graph'][0]:.2f}-{bg['cuda_graph'][1]:.2f} GiB  (measured only at boot)",
+        f"requests   {p['max_running_requests']}",
+        ("predicted: " if p["fits"] else "predicted: ") + p["verdict"],
+    ]
+    lines += [f"note: {n}" for n in p["notes"]]
+    for a in p["advice"]:
+        flags = " ".join(f"{k} {v}" for k, v in a["flags"].items())
+        per = f" ({a['slots_per_request']} slots each)" if a["slots_per_request"] else ""
+        lines.append(f"  {flags} fits, {a['max_running_requests']} requests{per}")
+    return "\n".join(lines)
