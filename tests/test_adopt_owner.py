@@ -70,11 +70,11 @@ async def test_other_users_server_is_listed_not_adopted_never_stopped(node_home,
         mine = [["-m", "sglang.launch_server", "--port", tag]]
         async with LocalNode() as node:
             store = RunStore(node)
-            runs, others = await store.list_with_others(patterns=mine)
+            runs, others, _ = await store.list_with_others(patterns=mine)
             assert [r for r in runs if r.pid == proc.pid] == []
             assert [(o["pid"], o["uid"], o["user"]) for o in others] == [(proc.pid, nobody.pw_uid, "nobody")]
             assert others[0]["argv"][-1] == tag
-            assert not any(r.pid == proc.pid for r in await store.list(patterns=mine))
+            assert not any(r.pid == proc.pid for r in await store.list(adopt=True, patterns=mine))
             # a record made before this rule (adopted someone else's server) is never signalled
             rid = "20000101-000000-beef"
             d = node_home / "runs" / rid
@@ -114,10 +114,10 @@ async def test_adopted_run_id_is_the_process_start_time(node_home, tmp_path):
         time.sleep(2.2)  # adopted well after they started
         pats = [["-m", "sglang.launch_server", "--port", tag_a], ["-m", "sglang.launch_server", "--port", tag_b]]
         async with LocalNode() as node:
-            runs = [r for r in await RunStore(node).list(patterns=pats) if r.adopted]
+            runs = [r for r in await RunStore(node).list(adopt=True, patterns=pats) if r.adopted]
             # a second store (another console's home) adopting the same processes
-            other = [r for r in await RunStore(node, home=str(tmp_path / "home2")).list(patterns=pats) if r.adopted]
-            again = [r for r in await RunStore(node).list(patterns=pats) if r.adopted]
+            other = [r for r in await RunStore(node, home=str(tmp_path / "home2")).list(adopt=True, patterns=pats) if r.adopted]
+            again = [r for r in await RunStore(node).list(adopt=True, patterns=pats) if r.adopted]
         by_pid = {r.pid: r for r in runs}
         assert set(by_pid) == {a.pid, b.pid}
         for p in (a, b):

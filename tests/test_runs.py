@@ -166,7 +166,7 @@ async def test_adopt_server_started_by_hand_in_tmux(ssh_home, tmp_path, server_s
     async with await connect("gpu-node") as node:
         store = RunStore(node)
         mine = [["-m", "sglang.launch_server", "--port", tag]]
-        runs = await store.list(patterns=mine)
+        runs = await store.list(adopt=True, patterns=mine)
         adopted = [r for r in runs if r.adopted]
         assert len(adopted) == 1
         run = adopted[0]
@@ -179,7 +179,7 @@ async def test_adopt_server_started_by_hand_in_tmux(ssh_home, tmp_path, server_s
         wait_for(lambda: b"got SIGINT" in read(run.log_path), what="follow-up output in the adopted log")
         # listing again does not adopt it twice
         wait_for(lambda: not Path(f"/proc/{run.pid}").exists(), what="exit")
-        again = await store.list(patterns=mine)
+        again = await store.list(adopt=True, patterns=mine)
         assert [r.run_id for r in again if r.adopted] == [run.run_id]
         assert again[-1].state == "gone"
 
@@ -198,7 +198,7 @@ async def test_stop_adopted_server(ssh_home, tmp_path, server_script):
         wait_for(lambda: b"ready" in read(log), what="nohup server")
         async with await connect("gpu-node") as node:
             store = RunStore(node)
-            [run] = [r for r in await store.list(patterns=[["-m", "sglang.launch_server", tag]]) if r.adopted]
+            [run] = [r for r in await store.list(adopt=True, patterns=[["-m", "sglang.launch_server", tag]]) if r.adopted]
             assert run.pid == proc.pid and run.log_path == str(log)
             stopped = await store.stop(run.run_id, int_s=10)
             assert stopped.state == "gone" and stopped.record["signals_sent"] == ["SIGINT"]

@@ -163,6 +163,8 @@ class RunInfo:
     error: str | None = None  # why the run store says it failed (e.g. the program could not start)
     #: a console stopped it (``mambaconsole stop``, ``S``, a relaunch): its end is "stopped"
     stopped: bool = False
+    #: what the run's log could not take (a full disk on the node): "log lost 2.0 MiB (No space left on device)"
+    log_lost: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,22 @@ start time to the second; ``list`` orders runs of one second by their records' c
 
 Ops and their results:
 
-``start`` {argv, env, cwd, session, wrapper (source text), launched_by, wait_s}
+``start`` {argv, env, cwd, session, wrapper (source text), launched_by, wait_s, lock_token}
     -> the run record (below) once the wrapper reported the server's pid (or wait_s passed).
-``list`` {adopt: bool, patterns: [[str, ...], ...], others: bool} -> [run record, ...] oldest
-    first; with ``adopt`` a server process not started by us whose argv contains one of the
-    token sequences (default ``-m sglang.launch_server``, ``sglang serve``, ``-m
-    mambaconsole.sim``) and that runs as this user (real uid) is recorded as an adopted run
-    first. Another user's server is never adopted (so never stopped); with ``others`` the
-    result is ``{"runs": [...], "others": [{"pid", "uid", "user", "argv", "started"}, ...]}``
-    naming them. An adopted run's id is the server's start time (UTC) and 4 hex digits derived
+    With ``lock_token`` (a launch under the relaunch lock) the lock must still hold that token
+    and no server of the store may be live (running, starting, adopted and alive): else an
+    error naming the live run; nothing is started. Without tmux on the node nothing is
+    recorded (no run folder is left behind).
+``list`` {adopt: false | true | "session", session, patterns: [[str, ...], ...], others: bool}
+    -> [run record, ...] oldest first; with ``adopt`` a server process not started by us whose
+    argv contains one of the token sequences (default ``-m sglang.launch_server``, ``sglang
+    serve``, ``-m mambaconsole.sim``) and that runs as this user (real uid) is recorded as an
+    adopted run first: with ``true`` any (the user asked for it), with ``"session"`` only one
+    running in a pane of the tmux session ``session`` (default ``sglang``: the store's own, the
+    one the user named for this host); ``false`` adopts nothing. Another user's server is never
+    adopted (so never stopped); with ``others`` the result is ``{"runs": [...], "others":
+    [{"pid", "uid", "user", "argv", "started"}, ...], "not_adopted": [... same, plus
+    "tmux_session"]}`` naming them and this user's servers left alone. An adopted run's id is the server's start time (UTC) and 4 hex digits derived
     from the boot id, pid and start time: the same process always gets the same id, and ids
     sort by when the servers started.
 ``get`` {run_id} -> run record.
@@ -46,10 +53,12 @@ Ops and their results:
     and merged into every later record of the run (so its end reads "stopped", not "dead"). Signals only a
     pid recorded in status.json whose /proc/PID/cmdline equals the recorded argv, whose start
     time matches and that runs as this user (real uid; root included): SIGINT, wait int_s; SIGTERM, wait term_s; SIGKILL, wait kill_s (seconds).
-``lock`` {holder, pid, stale_s, break_since} -> {"acquired": bool, "lock": {...}}: when not
-    acquired, the holder's lock with ``holder_alive`` (its console's session process on the node
-    still runs: the SSH connection's sshd process, or the local console), ``age_s`` and
-    ``stale`` (holder gone and older than stale_s). A stale lock is taken over only when
+``lock`` {holder, pid, stale_s, break_since, console_pid} -> {"acquired": bool, "lock": {...}}:
+    when not acquired, the holder's lock with ``holder_alive`` (its console's session process on
+    the node still runs: the SSH connection's sshd process, or the local console, whose pid is
+    ``console_pid``), ``age_s`` and ``stale`` (holder gone and older than stale_s; or an empty
+    or unreadable lock file, at once: then ``unreadable`` says why). An agent whose parent was
+    gone before it ran (the connection was cut) takes no lock: an error. A stale lock is taken over only when
     ``break_since`` equals its ``since`` (an explicit confirmation), never silently.
     ``unlock`` {token} -> bool.
 
@@ -79,14 +88,32 @@ class Fail(Exception):
     pass
 
 
+#: the agent's parent when it started (before any work): its console's session hangs on it
+_PARENT_AT_START = os.getppid()
+
+
+def _private_dir(path):
+    """Create ``path`` (and its parents) as a folder only this user can enter (0700); an
+    existing one of ours is narrowed to 0700 (stores made by older versions were 0755)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, 0o700)
+    except OSError:
+        pass
+
+
 def _home(req):
     home = req.get("home") or os.environ.get("MAMBACONSOLE_HOME") or "~/.mambaconsole"
     return os.path.abspath(os.path.expanduser(home))
 
 
 def _runs_dir(req):
-    d = os.path.join(_home(req), "runs")
-    os.makedirs(d, exist_ok=True)
+    home = _home(req)
+    _private_dir(home)
+    d = os.path.join(home, "runs")
+    _private_dir(d)
     return d
 
 
@@ -99,11 +126,38 @@ def _read_json(path, default=None):
 
 
 def _write_json(path, obj):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Replace ``path`` atomically with ``obj`` as JSON, readable by this user only (0600).
+    On a write error (a full disk) the temporary file is removed and the error raised: the
+    old content stays whole and no ``*.tmp.*`` file is left behind."""
+    text = json.dumps(obj, indent=1, sort_keys=True)
+    if os.path.basename(path) == "status.json":
+        text = text.ljust(4095)  # room for the wrapper to write over it on a full disk (run_wrapper.py)
+    _write_private(path, (text + "\n").encode(), replace=True)
+
+
+def _write_private(path, data, replace=True):
+    """Write ``data`` (bytes) into ``path`` created 0600, through a temporary file in the same
+    folder: ``replace`` puts it in place whatever was there (os.replace); otherwise it only
+    appears if ``path`` does not exist yet (os.link; FileExistsError if it does). Never a
+    partly written ``path``; the temporary file is gone afterwards in every case."""
+    tmp = "%s.tmp.%d.%s" % (path, os.getpid(), os.urandom(3).hex())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _cmdline(pid):
@@ -200,7 +254,7 @@ def _new_run_id(runs):
     while True:
         rid = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(2).hex()
         try:
-            os.mkdir(os.path.join(runs, rid))
+            os.mkdir(os.path.join(runs, rid), 0o700)
             return rid
         except FileExistsError:
             continue
@@ -290,20 +344,40 @@ def op_start(req):
         raise Fail("argv must be a non-empty list of strings")
     env = req.get("env") or {}
     session = req.get("session") or "sglang"
+    if req.get("lock_token") is not None:
+        _check_exclusive(req, runs)
+    if shutil.which("tmux") is None:
+        raise Fail("tmux is not installed on the node: install it (apt install tmux); nothing was started")
     rid = _new_run_id(runs)
     run_dir = os.path.join(runs, rid)
-    _write_json(os.path.join(run_dir, "argv.json"), argv)
-    _write_json(os.path.join(run_dir, "env.json"), env)
-    with open(os.path.join(run_dir, "log"), "ab"):
-        pass
-    wrapper = os.path.join(run_dir, "wrapper.py")
-    with open(wrapper, "w") as f:
-        f.write(req["wrapper"])
-    _write_json(os.path.join(run_dir, "status.json"), {
-        "run_id": rid, "state": "starting", "created": time.time(), "session": session,
-        "window": rid, "cwd": req.get("cwd"), "node": socket.gethostname(),
-        "launched_by": req.get("launched_by"), "adopted": False,
-    })
+    try:
+        _write_json(os.path.join(run_dir, "argv.json"), argv)
+        _write_json(os.path.join(run_dir, "env.json"), env)
+        os.close(os.open(os.path.join(run_dir, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        wrapper = os.path.join(run_dir, "wrapper.py")
+        _write_private(wrapper, req["wrapper"].encode())
+        _write_json(os.path.join(run_dir, "status.json"), {
+            "run_id": rid, "state": "starting", "created": time.time(), "session": session,
+            "window": rid, "cwd": req.get("cwd"), "node": socket.gethostname(),
+            "launched_by": req.get("launched_by"), "adopted": False,
+        })
+        _start_in_tmux(session, rid, run_dir, wrapper)
+    except (Fail, OSError) as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no phantom "starting" run
+        if isinstance(exc, Fail):
+            raise
+        raise Fail("cannot record the run in %s: %s; nothing was started" % (runs, exc.strerror or exc))
+    # the wrapper records its pane (TMUX_PANE) and pid in status.json itself; only wait for it
+    st_path = os.path.join(run_dir, "status.json")
+    deadline = time.time() + float(req.get("wait_s", 10))
+    while time.time() < deadline:
+        if (_read_json(st_path, {}) or {}).get("wrapper_pid"):
+            break
+        time.sleep(0.02)
+    return _record(runs, rid)
+
+
+def _start_in_tmux(session, rid, run_dir, wrapper):
     cmd = [sys.executable, wrapper, run_dir]
     target = "=%s:=%s" % (session, rid)
     remain = [";", "set-option", "-w", "-t", target, "remain-on-exit", "on"]
@@ -322,14 +396,24 @@ def op_start(req):
             raise Fail("tmux new-session: %s" % p.stderr.decode("utf-8", "replace").strip())
     if cmd is not None:  # (the set-option runs in the same tmux command: no race with a quick exit)
         _tmux("new-window", "-d", "-t", "=%s:" % session, "-n", rid, "--", *(cmd + remain))
-    # the wrapper records its pane (TMUX_PANE) and pid in status.json itself; only wait for it
-    st_path = os.path.join(run_dir, "status.json")
-    deadline = time.time() + float(req.get("wait_s", 10))
-    while time.time() < deadline:
-        if (_read_json(st_path, {}) or {}).get("wrapper_pid"):
-            break
-        time.sleep(0.02)
-    return _record(runs, rid)
+
+
+def _check_exclusive(req, runs):
+    """A start under the relaunch lock (``lock_token``): the lock must still be this request's
+    and no server of this store may be live (running, starting, or adopted and alive); else
+    Fail naming the live run and what to do."""
+    if not _holds_lock(req):
+        raise Fail("the relaunch lock is no longer this console's (broken by another console?); nothing "
+                   "was started")
+    for rid in sorted(d for d in os.listdir(runs) if not d.startswith(".")):
+        if not os.path.isdir(os.path.join(runs, rid)):
+            continue
+        rec = _record(runs, rid)
+        if rec.get("alive") or rec.get("state") == "starting":
+            who = rec.get("launched_by") or ("adopted" if rec.get("adopted") else "unknown")
+            raise Fail("a server is already live on this node: run %s (%s, pid %s, launched by %s); stop it "
+                       "first (mambaconsole stop HOST %s) or relaunch it from its console; nothing was started"
+                       % (rid, rec.get("state"), rec.get("pid") or "not yet known", who, rid))
 
 
 def op_get(req):
@@ -395,7 +479,10 @@ def _panes():
     return out
 
 
-def _adopt(runs, records, patterns):
+def _adopt(runs, records, patterns, session=None):
+    """Adopt this user's servers not started by the store (all of them; with ``session`` only
+    those running in a pane of that tmux session). Returns (new run ids, other users' servers,
+    this user's servers left alone)."""
     known = set()
     for r in records:
         if r.get("pid"):
@@ -445,9 +532,10 @@ def _adopt(runs, records, patterns):
             others.append({"pid": pid, "uid": uid, "user": _user_name(uid), "argv": candidates[pid],
                            "started": _started_at(st[1]) if st else None})
     if not mine:
-        return [], others
+        return [], others, []
     panes = {p["pid"]: p for p in _panes()}
     new = []
+    left = []
     for pid in mine:
         argv = candidates[pid]
         st = _stat(pid)
@@ -463,6 +551,11 @@ def _adopt(runs, records, patterns):
             s = _stat(a)
             a = s[0] if s else 0
             seen += 1
+        if session is not None and (pane is None or pane["session"] != session):
+            # not in this store's tmux session: another console's, a script's; only on request
+            left.append({"pid": pid, "uid": me_uid, "user": _user_name(me_uid), "argv": argv, "started": started,
+                         "tmux_session": pane["session"] if pane else None})
+            continue
         rid = _adopted_run_id(pid, st[1], started)
         run_dir = os.path.join(runs, rid)
         if os.path.exists(run_dir):
@@ -470,7 +563,7 @@ def _adopt(runs, records, patterns):
         # built in a hidden folder, then renamed into place: a console listing at the same
         # time never sees half a record, and of two adopting at once exactly one wins
         tmp = os.path.join(runs, ".adopt-%s-%s" % (rid, os.urandom(3).hex()))
-        os.mkdir(tmp)
+        os.mkdir(tmp, 0o700)
         log_path = os.path.join(run_dir, "log")
         status = {"run_id": rid, "state": "running", "adopted": True, "pid": pid, "pgid": None,
                   "pid_start_ticks": st[1], "created": time.time(),
@@ -486,8 +579,7 @@ def _adopt(runs, records, patterns):
             status.update(session=pane["session"], window=pane["window"], pane=pane["pane"],
                           log_source="tmux pane %s" % pane["pane"])
             cap = _tmux("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane["pane"], check=False)
-            with open(os.path.join(tmp, "log"), "wb") as f:
-                f.write(cap.stdout.rstrip(b"\n") + b"\n" if cap.stdout.strip() else b"")
+            _write_private(os.path.join(tmp, "log"), cap.stdout.rstrip(b"\n") + b"\n" if cap.stdout.strip() else b"")
         else:
             out = None
             try:
@@ -497,7 +589,7 @@ def _adopt(runs, records, patterns):
             if out and out.startswith("/") and os.path.isfile(out):
                 status.update(log_path=out, log_source="file %s (the process's stdout)" % out)
             else:
-                open(os.path.join(tmp, "log"), "ab").close()
+                _write_private(os.path.join(tmp, "log"), b"")
                 status.update(log_source="none: not in tmux and stdout is not a file")
         _write_json(os.path.join(tmp, "status.json"), status)
         try:
@@ -508,7 +600,7 @@ def _adopt(runs, records, patterns):
         if pane is not None:
             _tmux("pipe-pane", "-o", "-t", pane["pane"], "cat >> " + shlex.quote(log_path), check=False)
         new.append(rid)
-    return new, others
+    return new, others, left
 
 
 def _started_at(start_ticks):
@@ -542,14 +634,16 @@ def op_list(req):
     runs = _runs_dir(req)
     ids = [d for d in os.listdir(runs) if not d.startswith(".") and os.path.isdir(os.path.join(runs, d))]
     records = [_record(runs, rid) for rid in ids]
-    others = []
-    if req.get("adopt"):
+    others, left = [], []
+    mode = req.get("adopt")
+    if mode:
         live = [r for r in records if r["alive"] or r["state"] in ("starting", "running")]
-        new, others = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS)
+        session = (req.get("session") or "sglang") if mode == "session" else None
+        new, others, left = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS, session)
         records += [_record(runs, rid) for rid in new]
     records.sort(key=_order)
     if req.get("others"):
-        return {"runs": records, "others": others}
+        return {"runs": records, "others": others, "not_adopted": left}
     return records
 
 
@@ -622,68 +716,130 @@ def op_stop(req):
     return out
 
 
-def _session():
-    """The process whose life is the requesting console's session: the nearest ``sshd``
-    ancestor (the SSH connection's session process: it ends when the connection does), else the
-    agent's parent (a console on this machine). Returns (pid, start_ticks, kind)."""
-    first = os.getppid()
+def _comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _session(req):
+    """The process whose life is the requesting console's session on this node, as
+    ``(pid, start_ticks, kind)``: the console itself when it runs on this machine (request
+    ``console_pid``, which must be one of the agent's ancestors), else the nearest ``sshd``
+    ancestor (the SSH connection's session process: it ends when the connection does).
+
+    Raises Fail when neither can be named: the agent's parent was already gone when it
+    started (re-parented to PID 1 or a subreaper: the connection was cut while the request
+    was on its way), so a lock taken now would name a holder that never ends."""
+    first = _PARENT_AT_START
+    if first <= 1 or os.getppid() != first:
+        raise Fail("this console's connection to the node closed before the request ran (its agent was "
+                   "orphaned); nothing was locked: try again")
+    want = req.get("console_pid")
+    chain = []
     pid = first
-    for _ in range(32):
-        try:
-            with open("/proc/%d/comm" % pid) as f:
-                comm = f.read().strip()
-        except OSError:
-            break
+    for _ in range(64):
         st = _stat(pid)
-        if comm.startswith("sshd"):
-            return pid, st[1] if st else None, "ssh"
-        if st is None or st[0] <= 1:
+        if st is None:
+            break
+        chain.append((pid, st))
+        if st[0] <= 1:
             break
         pid = st[0]
-    st = _stat(first)
-    return first, st[1] if st else None, "process"
+    for pid, st in chain:
+        if want and pid == want:
+            return pid, st[1], "process"
+    for pid, st in chain:
+        comm = _comm(pid) or ""
+        if comm.startswith("sshd") or comm.startswith("dropbear"):
+            return pid, st[1], "ssh"
+    raise Fail("cannot name this console's session on the node (no sshd process among the agent's "
+               "ancestors %s, and the console does not run here); nothing was locked"
+               % ", ".join(str(p) for p, _ in chain[:8]))
+
+
+def _holder_alive(cur):
+    """The lock's holder session still runs: its pid is alive (not PID 1, which lives as long
+    as the node), started at the recorded clock tick, on the same boot."""
+    sp = cur.get("session_pid")
+    if not isinstance(sp, int) or isinstance(sp, bool) or sp <= 1 or cur.get("session_start_ticks") is None:
+        return False
+    if cur.get("boot_id") and cur.get("boot_id") != _boot_id():
+        return False
+    return _alive(sp, cur.get("session_start_ticks"))
 
 
 def _lock_view(cur, path, stale_s):
     """The lock as another console sees it: no token; ``holder_alive`` (its session process still
-    runs), ``age_s``, and ``stale`` (holder gone and older than stale_s: breakable, with
-    confirmation)."""
+    runs), ``age_s``, and ``stale`` (holder gone and older than stale_s, or a lock file that is
+    empty or unreadable: breakable, with confirmation)."""
     view = dict(cur)
     view.pop("token", None)
     view["path"] = path
-    sp = cur.get("session_pid")
-    alive = _alive(sp, cur.get("session_start_ticks")) if sp else False
-    age = time.time() - float(cur.get("since", 0))
-    view.update(holder_alive=alive, age_s=age, stale_after_s=stale_s, stale=(not alive and age >= stale_s))
+    alive = _holder_alive(cur)
+    try:
+        age = time.time() - float(cur.get("since", 0))
+    except (TypeError, ValueError):
+        age = float("inf")
+    broken = bool(cur.get("unreadable"))
+    view.update(holder_alive=alive, age_s=age, stale_after_s=stale_s,
+                stale=broken or (not alive and age >= stale_s))
     return view
 
 
+def _read_lock(path):
+    """The lock file's content, or a stand-in ``{"unreadable": why, "since": mtime}`` for a
+    file that is empty, not JSON or not an object (a full disk, an old console cut off while
+    writing it: locks are written whole since, so nothing is half-way). None: no lock."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(1 << 16)
+        mtime = os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return {"holder": "unknown", "unreadable": exc.strerror or str(exc), "since": time.time()}
+    try:
+        cur = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        cur = None
+    if not isinstance(cur, dict) or not isinstance(cur.get("since"), (int, float)):
+        why = "empty" if not raw.strip() else "not a lock record"
+        return {"holder": "unknown (%s lock file)" % why, "unreadable": why, "since": mtime}
+    return cur
+
+
 def op_lock(req):
-    """Atomic (O_EXCL) lock file. A held lock is never taken silently: when its holder's session
-    is gone and it is older than ``stale_s`` it is reported ``stale``, and only a request with
-    ``break_since`` equal to that lock's ``since`` (the user confirmed breaking exactly that lock)
-    takes it over, after checking it is still stale."""
+    """Atomic lock file, written whole (a temporary file, then os.link: it exists complete or
+    not at all). The holder is named by its session process (pid, start ticks, boot id: see
+    _session), never by a bare pid. A held lock is never taken silently: when its holder's
+    session is gone and it is older than ``stale_s``, or the file is empty or unreadable, it is
+    reported ``stale``, and only a request with ``break_since`` equal to that lock's ``since``
+    (the user confirmed breaking exactly that lock) takes it over, after checking it is still
+    stale."""
     home = _home(req)
-    os.makedirs(home, exist_ok=True)
+    _private_dir(home)
     path = os.path.join(home, "relaunch.lock")
     stale_s = float(req.get("stale_s", 900))
-    spid, sticks, skind = _session()
+    spid, sticks, skind = _session(req)
     data = {"holder": req.get("holder") or "unknown", "pid": req.get("pid"), "since": time.time(),
             "token": os.urandom(8).hex(), "node_pid": os.getpid(), "session_pid": spid,
-            "session_start_ticks": sticks, "session_kind": skind}
+            "session_start_ticks": sticks, "session_kind": skind, "boot_id": _boot_id()}
     for _ in range(3):
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            _write_private(path, json.dumps(data).encode(), replace=False)
         except FileExistsError:
-            cur = _read_json(path, None)
-            if cur is None:  # being written right now, or garbage
-                time.sleep(0.05)
-                cur = _read_json(path, None)
+            cur = _read_lock(path)
             if cur is None:
-                cur = {"holder": "unknown (unreadable lock file)", "since": os.stat(path).st_mtime}
+                continue  # released meanwhile
             view = _lock_view(cur, path, stale_s)
-            confirmed = req.get("break_since") is not None and \
-                float(req["break_since"]) == float(cur.get("since", -1))
+            try:
+                confirmed = req.get("break_since") is not None and \
+                    float(req["break_since"]) == float(cur.get("since", -1))
+            except (TypeError, ValueError):
+                confirmed = False
             if not (view["stale"] and confirmed):
                 return {"acquired": False, "lock": view}
             # confirmed and still stale: move it aside atomically, keep it for the record
@@ -693,16 +849,22 @@ def op_lock(req):
                 pass
             data["broke"] = {k: cur.get(k) for k in ("holder", "pid", "since")}
             continue
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
+        except OSError as exc:
+            raise Fail("cannot write the relaunch lock %s: %s; nothing was locked (free space in %s)"
+                       % (path, exc.strerror or exc, home))
         return {"acquired": True, "lock": data}
     raise Fail("could not take the relaunch lock %s" % path)
 
 
+def _holds_lock(req):
+    cur = _read_lock(os.path.join(_home(req), "relaunch.lock"))
+    return isinstance(cur, dict) and cur.get("token") is not None and cur.get("token") == req.get("lock_token")
+
+
 def op_unlock(req):
     path = os.path.join(_home(req), "relaunch.lock")
-    cur = _read_json(path, None)
-    if cur is not None and cur.get("token") == req.get("token"):
+    cur = _read_lock(path)
+    if cur is not None and cur.get("token") is not None and cur.get("token") == req.get("token"):
         os.unlink(path)
         return True
     return False
@@ -721,6 +883,8 @@ def main():
         out = {"ok": False, "error": str(exc)}
     except KeyError as exc:
         out = {"ok": False, "error": "bad request: missing %s" % exc}
+    except OSError as exc:  # a full disk, a store folder that is not ours: one line, not a traceback
+        out = {"ok": False, "error": "%s: %s%s" % (op, exc.strerror or exc, " (%s)" % exc.filename if exc.filename else "")}
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
 

@@ -2,11 +2,14 @@
 
 Starts ``P -m M SGLANG_ARGS`` as a new run in its own tmux window on the node (see
 :mod:`mambaconsole.node.runs`) and prints the run id. Takes the node's relaunch lock while it
-starts the run: when another console holds it, exits 1 with one line naming the holder.
+starts the run: when another console holds it, exits 1 with one line naming the holder; when a
+server of the run store is live, exits 1 naming that run (of any number of launches at once,
+exactly one starts a server). Then watches the server ``--check-s`` seconds (default 2): one
+that ends within them (exit code not 0, or lost) makes launch exit 1.
 
 ``--break-stale``: the lock is stale when its holder's session (the SSH connection's sshd
 process, or the local console) is gone and it is older than the bound (900 s, as in the
-console); then, and only then, it is broken (moved to ``relaunch.lock.broken``) and taken —
+console), or the lock file is empty or unreadable (at once); then, and only then, it is broken (moved to ``relaunch.lock.broken``) and taken —
 the flag is the confirmation the console asks for. A lock whose holder still runs, or that
 is younger than the bound, is never broken: exit 1 naming the holder.
 """
@@ -32,14 +35,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python", default="python3", help="the node's python that runs the server (default python3)")
     parser.add_argument("--module", default=DEFAULT_MODULE, help=f"module run with -m (default {DEFAULT_MODULE})")
     parser.add_argument("--session", default=DEFAULT_SESSION, help=f"tmux session (default {DEFAULT_SESSION})")
-    parser.add_argument("--port", type=int, help="server port: appended as --port N unless the args have it")
+    parser.add_argument("--port", type=port_number, help="server port: appended as --port N unless the args have it")
     parser.add_argument("--env", action="append", default=[], metavar="K=V", help="extra environment (repeatable)")
     parser.add_argument("--cwd", help="working directory of the server on the node")
     parser.add_argument("--json", action="store_true", help="print the run record as JSON")
     parser.add_argument("--break-stale", action="store_true",
                         help="break the relaunch lock if it is stale (its holder's session is gone and it is "
                              "older than 15 min); a live holder's lock is never broken")
+    parser.add_argument("--check-s", type=float, default=CHECK_S, metavar="S",
+                        help=f"seconds to watch the new server before exiting 0: one that dies within them "
+                             f"makes launch exit 1 (default {CHECK_S:g})")
     parser.add_argument("sglang_args", nargs="*", metavar="-- SGLANG_ARGS", help="the server's arguments, after --")
+
+
+#: seconds launch watches a new server: one that dies within them is a failed launch
+CHECK_S = 2.0
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1-65535."""
+    try:
+        port = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"port {text} is out of range 1-65535")
+    return port
 
 
 def server_argv(python: str, module: str, args: list[str], port: int | None) -> list[str]:
@@ -85,9 +106,10 @@ async def _main(args) -> int:
                   f"(pid {held.lock.get('pid')}); it is kept in {held.lock.get('path', 'relaunch.lock')}.broken",
                   file=sys.stderr)
         try:
-            run = await store.start(argv, env=env, cwd=args.cwd, session=args.session)
+            run = await store.start(argv, env=env, cwd=args.cwd, session=args.session, lock=lock)
         finally:
             await store.release_lock(lock)
+        run = await _watch(store, run, args.check_s)
     if args.json:
         print(json.dumps(run.record, sort_keys=True))
     else:
@@ -95,7 +117,21 @@ async def _main(args) -> int:
     if run.state == "exited" and run.exit_code:
         detail = run.record.get("error") or f"see its log: {run.log_path}"
         raise ConsoleError(f"run {run.run_id} exited at once with code {run.exit_code}: {detail}")
+    if run.state in ("lost", "gone"):
+        raise ConsoleError(f"run {run.run_id} ended at once ({run.state_text}): see its log: {run.log_path}")
     return 0
+
+
+async def _watch(store: RunStore, run, seconds: float):
+    """The run after ``seconds`` of watching, or as soon as it ended (exited, lost)."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + max(0.0, seconds)
+    while run.state in ("starting", "running", "exiting") and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        run = await store.get(run.run_id)
+    return run
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,16 +5,20 @@ Table columns: run id, started (this machine's local time), state (``running``,
 log's verdict, which the console's history adds) and the argv as one line of bash
 (:func:`~mambaconsole.sglang.text.shell_line`: an element with a newline or an escape is
 written ``$'...'``). A server started by
-hand (``sglang.launch_server`` / ``sglang serve`` / ``mambaconsole.sim``) by this user is
-recorded as an adopted run first, unless ``--no-adopt``; a server of another user is listed
-after the table as "other user's server (uid/name), not adopted" and is never adopted or
-stopped.
+hand (``sglang.launch_server`` / ``sglang serve`` / ``mambaconsole.sim``) by this user in a
+pane of the store's tmux session (``--session``, default ``sglang``) is recorded as an adopted
+run first (then a console can stop it); any other server of this user only with ``--adopt``
+(the user's request), and is listed after the table as "your server, not adopted" until then;
+``--no-adopt`` adopts nothing. A server of another user is listed after the table as "other
+user's server (uid/name), not adopted" and is never adopted or stopped.
 
 ``--json``: a JSON list of objects with the keys ``run_id``, ``state``, ``exit_code``,
 ``signal``, ``pid``, ``started``, ``ended`` (unix seconds, node clock), ``adopted``, ``argv``,
-``session``, ``window``, ``pane``, ``log_path``, ``run_dir``; then one object per other
+``session``, ``window``, ``pane``, ``log_path``, ``run_dir``, ``log_lost_bytes`` and
+``log_error`` (output the log could not take: a full disk; absent before this version); then one object per other
 user's server with ``run_id`` null, ``state`` ``"other_user"``, ``adopted`` false, ``pid``,
-``uid``, ``user``, ``started`` and ``argv``.
+``uid``, ``user``, ``started`` and ``argv``; then one per server of this user left alone, the
+same with ``state`` ``"not_adopted"`` and ``tmux_session``.
 """
 
 from __future__ import annotations
@@ -25,18 +29,24 @@ import shutil
 
 from mambaconsole.commands._common import add_host, run_async, when
 from mambaconsole.node import connect
-from mambaconsole.node.runs import RunStore
+from mambaconsole.node.runs import DEFAULT_SESSION, RunStore
 from mambaconsole.sglang.text import shell_line
 
 HELP = "list the server runs recorded on the node (and adopt one started by hand)"
 JSON_KEYS = ("run_id", "state", "exit_code", "signal", "pid", "started", "ended", "adopted", "argv",
-             "session", "window", "pane", "log_path", "run_dir")
+             "session", "window", "pane", "log_path", "run_dir", "log_lost_bytes", "log_error")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_host(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list")
-    parser.add_argument("--no-adopt", action="store_true", help="do not record servers started by hand")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--no-adopt", action="store_true", help="do not record servers started by hand")
+    group.add_argument("--adopt", action="store_true",
+                       help="record every server of yours started by hand as an adopted run (a console can then "
+                            "stop it); by default only those in the tmux session --session")
+    parser.add_argument("--session", default=DEFAULT_SESSION,
+                        help=f"the store's tmux session: servers started by hand there are adopted (default {DEFAULT_SESSION})")
 
 
 def table(runs) -> str:
@@ -54,17 +64,24 @@ def table(runs) -> str:
 
 async def _main(args) -> int:
     others: list[dict] = []
+    left: list[dict] = []
     async with await connect(args.host) as node:
         if args.no_adopt:
             runs = await RunStore(node).list(adopt=False)
         else:
-            runs, others = await RunStore(node).list_with_others()
+            runs, others, left = await RunStore(node).list_with_others(
+                adopt=True if args.adopt else "session", session=args.session)
     if args.json:
         rows = [{k: r.record.get(k) for k in JSON_KEYS} | {"state": r.state, "argv": r.argv} for r in runs]
         rows += [{k: None for k in JSON_KEYS} | {"state": "other_user", "adopted": False, "pid": o.get("pid"),
                                                  "uid": o.get("uid"), "user": o.get("user"),
                                                  "started": o.get("started"), "argv": o.get("argv") or []}
                  for o in others]
+        rows += [{k: None for k in JSON_KEYS} | {"state": "not_adopted", "adopted": False, "pid": o.get("pid"),
+                                                 "uid": o.get("uid"), "user": o.get("user"),
+                                                 "started": o.get("started"), "argv": o.get("argv") or [],
+                                                 "tmux_session": o.get("tmux_session")}
+                 for o in left]
         print(json.dumps(rows, indent=1))
         return 0
     if not runs:
@@ -73,6 +90,10 @@ async def _main(args) -> int:
         print(table(runs))
     for o in others:
         print(f"other user's server ({o.get('uid')}/{o.get('user') or '?'}), not adopted: pid {o.get('pid')}, "
+              f"started {when(o.get('started'))}: {shell_line(o.get('argv') or [])}")
+    for o in left:
+        where = f"tmux session {o['tmux_session']}" if o.get("tmux_session") else "not in tmux"
+        print(f"your server, not adopted ({where}; runs {args.host} --adopt adopts it): pid {o.get('pid')}, "
               f"started {when(o.get('started'))}: {shell_line(o.get('argv') or [])}")
     return 0
 

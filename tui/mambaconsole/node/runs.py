@@ -59,13 +59,23 @@ class LockHeld(ConsoleError):
             age = f"since {when}, {fmt_duration(time.time() - float(since))} ago"
         else:
             age = "since an unknown time"
+        path = lock.get("path") or "relaunch.lock"
+        if lock.get("unreadable"):
+            super().__init__(
+                f"{node}: the relaunch lock {path} is {lock['unreadable']} (a full disk?) and names no holder: "
+                f"it is stale; break it with confirmation (launch --break-stale, or confirm in the console)")
+            return
         if self.breakable:
-            tail = "its session is gone: it can be broken, with confirmation"
+            tail = ("its session is gone: it can be broken, with confirmation (launch --break-stale, or confirm "
+                    "in the console)")
         elif lock.get("holder_alive") is False:
             left = float(lock.get("stale_after_s") or 0) - float(lock.get("age_s") or 0)
-            tail = f"its session is gone; it can be broken in {fmt_duration(left)}"
+            tail = (f"its session is gone; it can be broken in {fmt_duration(left)} (then: launch --break-stale, "
+                    f"or confirm in the console)")
         else:
-            tail = "wait for it to finish"
+            kind = {"ssh": "SSH session", "process": "console process"}.get(lock.get("session_kind"), "session")
+            tail = (f"wait for it to finish (its {kind}, pid {lock.get('session_pid')} on the node, still runs; "
+                    f"if it hangs, end that process and the lock goes stale)")
         super().__init__(
             f"{node}: relaunch lock held by {lock.get('holder', 'unknown')} (pid {lock.get('pid')}, {age}); {tail}")
 
@@ -114,7 +124,22 @@ class Run:
     @property
     def state_text(self) -> str:
         """``running``, ``exited 0``, ``exited 137 (SIGKILL)``, ``exited 130 (SIGINT, stopped)``
-        (a console stopped it), ``adopted``, ``gone (stopped)``, ..."""
+        (a console stopped it), ``adopted``, ``gone (stopped)``, ...; followed by ``; log lost
+        N bytes (why)`` when the log could not take all of the server's output (a full disk)."""
+        return self._state_word() + self.log_loss_text
+
+    @property
+    def log_loss_text(self) -> str:
+        """``; log lost 2.0 MiB (No space left on device)`` or "" (nothing lost)."""
+        lost = self.record.get("log_lost_bytes")
+        if not isinstance(lost, int) or lost <= 0:
+            return ""
+        size = (f"{lost / 2**20:.1f} MiB" if lost >= 2**20 else f"{lost / 2**10:.1f} KiB" if lost >= 2**10
+                else f"{lost} bytes")
+        why = self.record.get("log_error")
+        return f"; log lost {size}" + (f" ({why})" if why else "")
+
+    def _state_word(self) -> str:
         never = " (never started)" if self.record.get("never_started") else ""
         stopped = isinstance(self.record.get("stopped"), dict)
         if self.state == "exited":
@@ -165,9 +190,13 @@ class RunStore:
         return answer["result"]
 
     async def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    session: str = DEFAULT_SESSION, launched_by: str | None = None) -> Run:
+                    session: str = DEFAULT_SESSION, launched_by: str | None = None,
+                    lock: Mapping | None = None) -> Run:
         """Start ``argv`` in a new tmux window of ``session``; returns once the server's pid
-        is recorded. Raises RunError (e.g. tmux missing)."""
+        is recorded. Raises RunError (e.g. tmux missing). ``lock``: the relaunch lock this
+        console holds (:meth:`acquire_lock`): the node then checks, under it, that the lock is
+        still ours and that no server of the store is live, and refuses (RunError naming the
+        live run) otherwise: of any number of launches at once, exactly one starts."""
         argv = [str(a) for a in argv]
         if not argv:
             raise RunError("nothing to launch: empty argv")
@@ -184,28 +213,36 @@ class RunStore:
             "argv": argv, "env": env, "cwd": cwd, "session": session,
             "wrapper": agent_script("run_wrapper.py").decode(),
             "launched_by": launched_by or console_identity(),
+            **({"lock_token": lock.get("token")} if lock is not None else {}),
         })
         return Run.from_record(rec)
 
-    async def list(self, *, adopt: bool = True, patterns: Sequence[Sequence[str]] | None = None) -> list[Run]:
-        """All runs, oldest first. With ``adopt``, a server started by hand by this user is
-        recorded first as an adopted run (see runs_agent.py for how it is found); another
-        user's server is never adopted (:meth:`list_with_others` names them)."""
-        req: dict = {"adopt": adopt}
+    async def list(self, *, adopt: bool | str = False, session: str = DEFAULT_SESSION,
+                   patterns: Sequence[Sequence[str]] | None = None) -> list[Run]:
+        """All runs, oldest first. ``adopt``: ``False`` records nothing new; ``"session"``
+        records a server this user started by hand in a pane of the tmux session ``session``
+        (the one named for this host) as an adopted run first; ``True`` (the user asked for it)
+        any server of this user (see runs_agent.py for how it is found). Another user's server
+        is never adopted (:meth:`list_with_others` names them)."""
+        req: dict = {"adopt": adopt, "session": session}
         if patterns:
             req["patterns"] = [list(p) for p in patterns]
         return [Run.from_record(r) for r in await self._call("list", req)]
 
-    async def list_with_others(self, *, patterns: Sequence[Sequence[str]] | None = None
-                               ) -> tuple[list[Run], list[dict]]:
-        """Like ``list(adopt=True)``, plus the servers that run as another user on the node:
-        never adopted (so never stopped), each ``{"pid", "uid", "user", "argv", "started"}``
-        (``started`` unix seconds, node clock; ``user`` None when the uid has no name)."""
-        req: dict = {"adopt": True, "others": True}
+    async def list_with_others(self, *, adopt: bool | str = True, session: str = DEFAULT_SESSION,
+                               patterns: Sequence[Sequence[str]] | None = None
+                               ) -> tuple[list[Run], list[dict], list[dict]]:
+        """Like :meth:`list`, plus the servers that run as another user on the node (never
+        adopted, so never stopped) and this user's servers ``adopt`` left alone (not in the
+        tmux session), each ``{"pid", "uid", "user", "argv", "started"}`` (``started`` unix
+        seconds, node clock; ``user`` None when the uid has no name; the left-alone ones also
+        ``tmux_session``, None outside tmux)."""
+        req: dict = {"adopt": adopt, "session": session, "others": True}
         if patterns:
             req["patterns"] = [list(p) for p in patterns]
         res = await self._call("list", req)
-        return [Run.from_record(r) for r in res["runs"]], list(res["others"])
+        return ([Run.from_record(r) for r in res["runs"]], list(res["others"]),
+                list(res.get("not_adopted") or []))
 
     async def get(self, run_id: str) -> Run:
         return Run.from_record(await self._call("get", {"run_id": run_id}))
@@ -218,7 +255,7 @@ class RunStore:
         return Run.from_record(await self._call("note", {"run_id": run_id, "peak_mem_mib": float(peak_mem_mib)}))
 
     async def latest(self) -> Run | None:
-        runs = await self.list(adopt=True)
+        runs = await self.list(adopt="session")
         live = [r for r in runs if r.alive]
         return (live or runs or [None])[-1]
 
@@ -238,6 +275,10 @@ class RunStore:
         taken over when ``break_stale`` is that very lock (``LockHeld.lock``, which the user
         confirmed breaking) and it is still stale; never silently."""
         req = {"holder": holder or console_identity(), "pid": os.getpid(), "stale_s": stale_s}
+        from mambaconsole.node.local import LocalNode
+
+        if isinstance(self.node, LocalNode):  # the console runs on the node: it is the holder's session
+            req["console_pid"] = os.getpid()
         if break_stale is not None and break_stale.get("since") is not None:
             req["break_since"] = break_stale["since"]
         res = await self._call("lock", req)

@@ -65,6 +65,7 @@ def run_info(run: Run) -> RunInfo:
         time_to_ready=num("time_to_ready"),
         peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
         launched_by=rec.get("launched_by"), error=rec.get("error"), stopped=isinstance(rec.get("stopped"), dict),
+        log_lost=run.log_loss_text.lstrip("; ") or None,
     )
 
 
@@ -120,7 +121,9 @@ class Feed:
     """Talks to one node for the console. ``home`` is the node's MAMBACONSOLE_HOME ("" = the
     node's default); ``agent_python`` runs the stdlib agent scripts on the node, while
     ``settings.python`` is the server's python (SGLang's, used for the resolver and launches);
-    ``adopt``: record a server started by hand (found by its command line) as an adopted run.
+    ``adopt``: record a server this user started by hand (found by its command line) in a pane
+    of the host's tmux session (``settings.session``) as an adopted run; any other only on
+    request (``mambaconsole runs HOST --adopt``).
     The current run is the newest live run we launched, else the newest live adopted one."""
 
     def __init__(self, node: Node, settings: HostSettings, *, home: str = "",
@@ -171,7 +174,8 @@ class Feed:
     async def runs(self) -> RunsListed:
         """The node's runs (a server started by hand is adopted first); the current run is the
         newest live one, else the newest."""
-        runs = sorted(await self.store.list(adopt=self.adopt), key=lambda r: (r.started or 0.0, r.run_id))
+        runs = sorted(await self.store.list(adopt="session" if self.adopt else False, session=self.settings.session),
+                      key=lambda r: (r.started or 0.0, r.run_id))
         infos = tuple(run_info(r) for r in runs)
         ours = [r for r in runs if r.alive and not r.adopted]
         live = [r for r in runs if r.alive]

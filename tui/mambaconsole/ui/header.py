@@ -80,6 +80,9 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
                  styles.get("dead", "bold"))
     elif s.notice:
         t.append(f" {s.notice}", styles.get("starting", "bold"))
+    elif s.run is not None and s.run.log_lost:
+        t.append(f" ⚠ the run's {s.run.log_lost} on the node: the server kept running; its log has a gap",
+                 styles.get("starting", "bold"))
     elif s.request_error:
         what = "request error" if s.ready_seen else "traceback while starting (process alive)"
         many = f"{s.request_errors} {what}s, last: " if s.request_errors > 1 else f"{what}: "

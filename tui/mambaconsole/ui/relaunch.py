@@ -81,7 +81,8 @@ async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase, *, 
             await wait_gpu_free(feed, set(old.pids) | ({old.pid} if old.pid else set()), phase)
         phase("start", "starting the new run in tmux")
         s = feed.settings
-        new = await feed.store.start(launch_argv(s, argv), env=s.env or None, cwd=s.workdir, session=s.session)
+        new = await feed.store.start(launch_argv(s, argv), env=s.env or None, cwd=s.workdir, session=s.session,
+                                     lock=lock)
         # said at once (no await in between): the console must know this run is its own
         phase("follow", f"run {new.run_id} started; following it to ready or failure", new.run_id)
     finally:
