@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import shlex
 import socket
 from collections.abc import AsyncIterator, Mapping
@@ -39,6 +40,12 @@ CONNECT_TIMEOUT = 15.0
 KEEPALIVE_INTERVAL = 15.0
 KEEPALIVE_COUNT = 4
 #: bytes read from a stream per call in stream_lines()
+#: the start of the line that gives a command's remote pid (then the command's nonce, a space, the pid)
+PID_MARK = "mambaconsole-pid:"
+#: the environment variable that carries a command's nonce on the node (checked before a kill)
+CHANNEL_VAR = "MAMBACONSOLE_CHANNEL"
+#: stderr bytes a login shell may print before the pid line (more: the pid is not known)
+PID_SEARCH_BYTES = 64 * 1024
 
 
 def _preferred_ciphers() -> list[str]:
@@ -117,8 +124,8 @@ class SSHNode(Node):
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
         self._listeners: list[asyncssh.SSHListener] = []
-        #: running processes -> their remote pid (process group), killed on close()
-        self._procs: dict[asyncssh.SSHClientProcess, int | None] = {}
+        #: running processes -> (their remote pid (process group), their nonce), killed on close()
+        self._procs: dict[asyncssh.SSHClientProcess, tuple[int | None, str]] = {}
         self._failures = 0
         self._closed = False
         #: where the connection really goes (after ~/.ssh/config): set by connect()
@@ -259,32 +266,56 @@ class SSHNode(Node):
     # -- Node interface -----------------------------------------------------------------
 
     @staticmethod
-    def _text(cmd: Command, env: Mapping[str, str] | None, cwd: str | None) -> str:
-        """The remote shell text: first ``echo $$ >&2`` (the session's pid, which sshd made a
-        process-group leader: how a timed-out or abandoned command is killed, since OpenSSH
-        ignores signal requests), then ``exec`` the argv (quoted) in ``cwd``."""
-        body = command_line(cmd, env)
-        if not isinstance(cmd, str):
-            body = "exec " + body
+    def _text(cmd: Command, env: Mapping[str, str] | None, cwd: str | None, nonce: str) -> str:
+        """The remote shell text. First one line on stderr, ``\\n<PID_MARK><nonce> <pid>``: the
+        session's pid (sshd made it a process-group leader: how a timed-out or abandoned
+        command is killed, since OpenSSH ignores signal requests), marked with this command's
+        random nonce so that nothing a login shell prints (a ``.bashrc`` echo, a ``setlocale``
+        warning) can pass for it. Then, in ``cwd``, ``exec env MAMBACONSOLE_CHANNEL=<nonce>``
+        the argv (quoted; a shell text runs under ``sh -c``): the process keeps the pid and
+        carries the nonce in its environment, which :meth:`_kill_remote` checks before it
+        signals anything."""
+        body = command_line(["sh", "-c", cmd] if isinstance(cmd, str) else cmd, env)
+        if body.startswith("env "):
+            body = body[4:]
+        body = f"exec env {CHANNEL_VAR}={nonce} {body}"
         if cwd:
             body = f"cd {shlex.quote(cwd)} && {body}"
-        return f"echo $$ >&2; {body}"
+        return f"printf '\\n%s %s\\n' {PID_MARK}{nonce} \"$$\" >&2; {body}"
 
     @staticmethod
-    async def _remote_pid(proc) -> int | None:
-        line = await proc.stderr.readline()
-        try:
-            return int(line.strip())
-        except ValueError:
-            return None
+    async def _remote_pid(proc, nonce: str) -> tuple[int | None, bytes]:
+        """(the pid from this command's marked line, the stderr bytes before it). None when
+        the line does not come within PID_SEARCH_BYTES (the command then is never signalled)."""
+        mark = f"{PID_MARK}{nonce} ".encode()
+        before = b""
+        while len(before) < PID_SEARCH_BYTES:
+            line = await proc.stderr.readline()
+            if not line:
+                return None, before
+            if line.startswith(mark):
+                try:
+                    pid = int(line[len(mark):].strip())
+                except ValueError:
+                    return None, before
+                # the empty line printf put first (so the mark starts a line) is ours, not the node's
+                if before.endswith(b"\n"):
+                    before = before[:-1]
+                return (pid if pid > 1 else None), before
+            before += line
+        return None, before
 
-    async def _kill_remote(self, proc, pid: int | None) -> None:
-        """Kill what ``proc`` runs on the node (its whole process group) and close the channel."""
+    async def _kill_remote(self, proc, pid: int | None, nonce: str | None = None) -> None:
+        """Kill what ``proc`` runs on the node (its whole process group) and close the channel.
+        Only a pid this console recorded from its own marked line, and only while that process
+        still carries this command's nonce in its environment (/proc/PID/environ): never a
+        process the console did not start."""
         try:
-            if proc.exit_status is None and proc.exit_signal is None and pid and self._conn is not None \
-                    and not self._conn.is_closed():
+            if proc.exit_status is None and proc.exit_signal is None and pid and pid > 1 and nonce \
+                    and self._conn is not None and not self._conn.is_closed():
+                check = f"tr '\\0' '\\n' < /proc/{pid}/environ 2>/dev/null | grep -qx {CHANNEL_VAR}={nonce}"
                 await asyncio.wait_for(self._conn.run(
-                    f"kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; true"), 10)
+                    f"{check} && {{ kill -KILL -- -{pid} 2>/dev/null || kill -KILL {pid} 2>/dev/null; }}; true"), 10)
         except (asyncssh.Error, OSError, asyncio.TimeoutError):
             pass
         finally:
@@ -292,12 +323,13 @@ class SSHNode(Node):
 
     async def run(self, cmd, *, input=None, timeout=60.0, env=None, cwd=None) -> CommandResult:
         conn = await self._connection()
-        text = self._text(cmd, env, cwd)
+        nonce = secrets.token_hex(8)
+        text = self._text(cmd, env, cwd, nonce)
         try:
             proc = await conn.create_process(text, encoding=None)
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from None
-        self._procs[proc] = None
+        self._procs[proc] = (None, nonce)
         pid: list[int | None] = [None]
 
         async def work():
@@ -307,20 +339,21 @@ class SSHNode(Node):
                 proc.stdin.write_eof()
             except OSError:  # BrokenPipeError: it ended without reading its input
                 pass
-            pid[0] = self._procs[proc] = await self._remote_pid(proc)
+            pid[0], before = await self._remote_pid(proc, nonce)
+            self._procs[proc] = (pid[0], nonce)
             out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
             await proc.wait()
-            return out, err
+            return out, before + (err or b"")
 
         try:
             out, err = await asyncio.wait_for(work(), timeout)
         except asyncio.TimeoutError:
-            await self._kill_remote(proc, pid[0])
+            await self._kill_remote(proc, pid[0], nonce)
             raise CommandTimeout(f"{self.name}: command timed out after {timeout:g} s") from None
         except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
             raise self._lost(exc) from None
         except asyncio.CancelledError:  # a worker replaced, the console closing: nothing left running
-            await self._kill_remote(proc, pid[0])
+            await self._kill_remote(proc, pid[0], nonce)
             raise
         finally:
             self._procs.pop(proc, None)
@@ -330,11 +363,12 @@ class SSHNode(Node):
         """Like :meth:`stream_lines`, but yields the lines that arrived together as one list
         (fast path for high line rates: one await per chunk instead of per line)."""
         conn = await self._connection()
+        nonce = secrets.token_hex(8)
         try:
-            proc = await conn.create_process(self._text(cmd, env, None), encoding=None)
+            proc = await conn.create_process(self._text(cmd, env, None, nonce), encoding=None)
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from None
-        self._procs[proc] = None
+        self._procs[proc] = (None, nonce)
         pid = None
         drain = None
         try:
@@ -342,7 +376,8 @@ class SSHNode(Node):
                 proc.stdin.write(input)
             proc.stdin.write_eof()
             try:
-                pid = self._procs[proc] = await self._remote_pid(proc)
+                pid, _ = await self._remote_pid(proc, nonce)
+                self._procs[proc] = (pid, nonce)
             except (asyncssh.DisconnectError, asyncssh.ConnectionLost, OSError) as exc:
                 raise self._lost(exc) from None
 
@@ -365,7 +400,7 @@ class SSHNode(Node):
             self._procs.pop(proc, None)
             if drain is not None:
                 drain.cancel()
-            await self._kill_remote(proc, pid)
+            await self._kill_remote(proc, pid, nonce)
 
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         conn = await self._connection()
@@ -380,9 +415,9 @@ class SSHNode(Node):
         self._closed = True
         # closing the connection would not end them on the node (no pty): kill them first
         procs, self._procs = dict(self._procs), {}
-        for proc, pid in procs.items():
+        for proc, (pid, nonce) in procs.items():
             with contextlib.suppress(Exception):
-                await self._kill_remote(proc, pid)
+                await self._kill_remote(proc, pid, nonce)
         for listener in self._listeners:
             listener.close()
         self._listeners.clear()
