@@ -7,7 +7,6 @@ loopback sshd; the number it prints is the pid of a decoy process group of ours.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import time

@@ -31,7 +31,6 @@ Written into the run folder by ``runs_agent.py start`` and started by tmux as
 - exits with the server's exit code, so the tmux pane (remain-on-exit) shows it.
 """
 
-import errno
 import json
 import os
 import select
