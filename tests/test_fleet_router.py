@@ -146,3 +146,31 @@ def test_an_unreachable_router_is_one_line_and_exit_1(capsys, monkeypatch, tmp_p
     assert rc == 1
     assert out["workers"] == []
     assert out["router_errors"] == {f"http://127.0.0.1:{port}": f"http://127.0.0.1:{port}/workers: connection refused"}
+
+
+@pytest.mark.sshd
+def test_via_an_ssh_host_and_a_host_target(sim_process, router, capsys, monkeypatch, tmp_path, ssh_home):
+    """--via gpu-node (a loopback sshd): the router and the worker it lists are reached through
+    SSH forwards, and the loopback worker maps to the via host (Enter's target). A host target
+    (the settings' [hosts.local] port): one row, its role from the engine, no router."""
+    port = pick_free_port()
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[hosts.local]\nport = {port}\n')
+    monkeypatch.setenv("MAMBACONSOLE_CONFIG", str(cfg))
+    sim = sim_process("0.5.23", _sim_argv(port, "--disaggregation-mode", "decode"), speed=20, name="w")
+    _ready(sim)
+    W = f"http://127.0.0.1:{port}"
+    url = router("--worker-urls", W, workers=1)
+
+    rc, out = _fleet_json(capsys, url, "--via", "gpu-node")
+    assert rc == 0
+    [row] = out["workers"]
+    assert (row["url"], row["host"], row["router_health"], row["engine_health"]) == (W, "gpu-node", "healthy", "healthy")
+    assert isinstance(row["running"], int)
+    # the router registered it as a regular worker; the engine was launched as a decode server
+    assert {"worker": W, "what": "role", "router": "regular", "engine": "decode"} in out["disagreements"]
+
+    rc, out = _fleet_json(capsys, "local")
+    [row] = out["workers"]
+    assert (row["url"], row["host"], row["role"], row["role_source"]) == (f"local:{port}", "local", "decode", "engine")
+    assert row["router_health"] is None and row["engine_health"] == "healthy" and out["disagreements"] == []
