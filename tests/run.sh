@@ -4,7 +4,8 @@
 #     (as root, or through sudo);
 #   - the project venv .venv with the project and its `test` extra;
 #   - the SGLang test venvs (tests/sglang_venvs.sh, cached by version under
-#     ${MAMBACONSOLE_TEST_CACHE:-~/.cache/mambaconsole-test}).
+#     ${MAMBACONSOLE_TEST_CACHE:-~/.cache/mambaconsole-test}) and the SGLang server venv the
+#     real-server tests launch (tests/sglang_server_venv.sh, same cache).
 # Quick when all of it is already there. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,9 @@ fi
 
 if [ -f tests/sglang_venvs.sh ]; then
   bash tests/sglang_venvs.sh
+fi
+if [ -f tests/sglang_server_venv.sh ]; then
+  bash tests/sglang_server_venv.sh
 fi
 
 exec .venv/bin/python -m pytest "$@"

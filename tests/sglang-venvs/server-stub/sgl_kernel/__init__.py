@@ -1,0 +1,67 @@
+"""TEST-ONLY stand-in for ``sgl_kernel``, put on ``PYTHONPATH`` of the real SGLang 0.5.23 servers
+the tests launch (tests/fixtures/real_sglang.py). Never ship or install it.
+
+Why it must exist: PyPI carries only the CUDA build of ``sgl_kernel`` (no CPU build, no source
+package), yet SGLang 0.5.23 imports it on the CPU path before serving anything; e.g.
+``sglang/srt/utils/common.py:356`` (``_is_intel_amx_backend_available``: ``import sgl_kernel``) and
+``sglang/srt/layers/moe/topk.py:233`` / ``sglang/srt/layers/layernorm.py:102`` (module-level
+``from sgl_kernel import ...`` behind platform checks).
+
+Two modes, chosen by the server's environment:
+
+* default (import only): any ``sgl_kernel.<name>`` is a function that records its call and raises
+  ``NotImplementedError``. Submodules (``sgl_kernel.scalar_type``, ``.kvcacheio``, ...) are not
+  there, so SGLang's own ``except ImportError`` fallbacks apply (e.g.
+  ``sglang/srt/layers/quantization/utils.py:27``). No ``torch.ops.sgl_kernel``
+  op is registered, so ``hasattr(torch.ops.sgl_kernel, "convert_weight_packed")`` is False and
+  SGLang keeps the plain-torch CPU path (``cpu_has_amx_support()`` False). The plain Qwen3 server
+  runs so, and a test asserts nothing was called.
+* ``MAMBACONSOLE_SGL_KERNEL_CPU=1``: also registers plain-torch versions of the CPU entry points
+  that SGLang's CPU path for the hybrid Qwen3-Next calls (``_cpu_ops.py``, each with the SGLang
+  file:line that calls it). Their outputs have the right shapes and dtypes but are not SGLang's
+  kernels' numbers; with ``--load-format dummy`` the outputs are meaningless anyway.
+
+``MAMBACONSOLE_SGL_KERNEL_CALLS=FILE``: each entry point appends its name to FILE on its first
+call in a process (one line per name and process).
+"""
+
+from __future__ import annotations
+
+import os
+
+__version__ = "0.0.0+mambaconsole.standin"
+
+_seen: set[str] = set()
+
+
+def record_call(name: str) -> None:
+    """Append ``name`` to ``$MAMBACONSOLE_SGL_KERNEL_CALLS`` the first time it is called here."""
+    if name in _seen:
+        return
+    _seen.add(name)
+    path = os.environ.get("MAMBACONSOLE_SGL_KERNEL_CALLS")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{name}\n")
+
+
+def _missing(qualname: str):
+    def entry_point(*args, **kwargs):
+        record_call(qualname)
+        raise NotImplementedError(f"sgl_kernel test stand-in: {qualname} has no CPU stand-in")
+
+    entry_point.__name__ = entry_point.__qualname__ = qualname.rsplit(".", 1)[-1]
+    entry_point.__module__ = qualname.rsplit(".", 1)[0]
+    return entry_point
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    value = _missing(f"{__name__}.{name}")
+    globals()[name] = value
+    return value
+
+
+if os.environ.get("MAMBACONSOLE_SGL_KERNEL_CPU") == "1":
+    from sgl_kernel import _cpu_ops  # noqa: F401  (registers torch.ops.sgl_kernel.*)
