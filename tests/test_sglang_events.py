@@ -283,6 +283,9 @@ LITERALS = [
      ev.RetractRequests, {"retracted": 2, "new_tokens_gained": 4096, "mamba_num_gained": 8}),
     ("0.5.14 deprecated flag", "'--mamba-scheduler-strategy' is deprecated and will be removed in a future release. Use '--mamba-radix-cache-strategy' instead.",
      ev.FlagDeprecated, {"old": "--mamba-scheduler-strategy", "new": "--mamba-radix-cache-strategy"}),
+    # the real 0.5.23 CPU server's log (../shared/reference/cpu-sglang/real-0.5.23/qwen3_server.log:4)
+    ("0.5.23 deprecated flag, free-text replacement", "'--disable-cuda-graph' is deprecated and will be removed in a future release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.",
+     ev.FlagDeprecated, {"old": "--disable-cuda-graph", "new": "--cuda-graph-backend-{decode,prefill}=disabled"}),
     ("0.5.20 overlapped load", "Load weight end. Committed real weights after CUDA graph capture in 3.20 s (capture overlap window 2.10 s, startup overlap total 4.00 s)",
      ev.WeightsLoaded, {"elapsed_s": 3.20, "mem_usage_gb": None}),
     ("0.5.9 piecewise begin", "Capture piecewise CUDA graph begin. avail mem=22.40 GB", ev.GraphCaptureBegin, {"phase": "piecewise", "avail_gb": 22.40}),

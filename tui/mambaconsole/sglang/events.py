@@ -850,7 +850,10 @@ class RetractRequests(Event):
 class FlagDeprecated(Event):
     """``'--old' is deprecated and will be removed in a future release. Use '--new'
     instead.`` (``DeprecatedAliasStoreAction``, 0.5.14–0.5.18, e.g.
-    ``--mamba-scheduler-strategy`` → ``--mamba-radix-cache-strategy``)."""
+    ``--mamba-scheduler-strategy`` → ``--mamba-radix-cache-strategy``; 0.5.23
+    ``DeprecatedStoreTrueAction``, srt/arg_groups/argparse_actions.py:96, whose replacement is
+    free text: ``'--disable-cuda-graph' ... Use '--cuda-graph-backend-{decode,prefill}=disabled'
+    instead.``, or absent). ``new``: SGLang's replacement text as quoted, None when it names none."""
 
     old: str = ""
     new: str | None = None
@@ -1197,7 +1200,9 @@ _RE_HEALTH = re.compile(r"for last (\d+) seconds")
 _RE_RETRACT = re.compile(r"#retracted_reqs:\s*(\d+)")
 _RE_GAINED = re.compile(r"#new_tokens_gained:\s*(\d+)")
 _RE_MGAINED = re.compile(r"#mamba_num_gained:\s*(\d+)")
-_RE_DEPRECATED_FLAG = re.compile(r"'(--[\w-]+)' is deprecated(?:.*?Use '(--[\w-]+)')?")
+#: ``new`` is SGLang's whole quoted replacement text, which need not be one flag (0.5.23:
+#: ``Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.``)
+_RE_DEPRECATED_FLAG = re.compile(r"'(--[\w-]+)' is deprecated(?:.*? Use '([^']+)' instead)?")
 _RE_DEPRECATED_EP = re.compile(r"Endpoint '([^']+)' is deprecated(?:.*?use '([^']+)')?")
 _RE_BATCH_HEAD = re.compile(r"(Decode|Prefill) batch(?: \[(\d+)\])?")
 _RE_PROGRESS = re.compile(

@@ -156,7 +156,8 @@ def _findings(s: LogSummary) -> list[Finding]:
             msg += f" ({cap.verdict_reason})"
         out.append(Finding("queueing", msg))
     for f in b.deprecated_flags:
-        out.append(Finding("flag_renamed", f"{f.old} is deprecated; use {f.new}"))
+        out.append(Finding("flag_renamed", f"{f.old} is deprecated; use {f.new}" if f.new
+                           else f"{f.old} is deprecated (SGLang names no replacement)"))
     # per-rank lines seen on some ranks but not others
     mem_ranks = [r for r in b.memory if r is not None]
     if len(mem_ranks) > 1 or len(s.ranks) > 1:
