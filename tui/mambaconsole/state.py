@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
+from mambaconsole.sglang.run_fold import Failure, RunFold, failure_is_final as fold_failure_is_final
+from mambaconsole.sglang.run_fold import failure_line, failure_line_of, failure_outcome
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration formatter, re-exported
 
@@ -453,13 +455,9 @@ class ConsoleState:
         # server
         self.ready_seen = False
         self.ready_at: float | None = None
-        # tracebacks: (one line "origin: ExcType: message", is OOM)
-        self._crash: tuple | None = None  # SGLang's crash evidence, no batch line since: (line, oom, numbers)
-        self._tb_open: tuple[str, bool] | None = None  # the last traceback, no batch line since
-        self._tb_counted = False  # _tb_open is counted in request_errors
-        self._prev_request_error: str | None = None
-        self.request_error: str | None = None  # the last traceback the server kept serving after
-        self.request_errors = 0
+        # what the current run's log says (outcome, failure, request errors): the run fold,
+        # the same rules as inspect / history / report (mambaconsole.sglang.run_fold)
+        self.fold = RunFold()
         self.server_info: dict | None = None
         self.server_info_error: str | None = None
         self.metrics: dict = {}
@@ -544,13 +542,9 @@ class ConsoleState:
         if r is None:
             return "no run"
         out = r.outcome
-        if out is None and self.failure is not None:
-            if self.oom_seen:
-                out = "oom"
-            elif not self.started_up:
-                out = "arg_error"  # failed before the weights loaded
-            else:
-                out = "crashed"
+        f = self._failure() if out is None else None
+        if f is not None:
+            out = failure_outcome(f)  # oom / arg_error / crashed, by the fold's one rule
         return status_word(r, out, ready=self.ready_seen)
 
     @property
@@ -566,33 +560,75 @@ class ConsoleState:
         r = self.run
         return r is not None and (r.state in ("exited", "dead") or r.exit_code is not None)
 
+    def _failure(self):
+        """The fold's failure of the last boot (:class:`~mambaconsole.sglang.run_fold.Failure`)
+        once it ended the run: SGLang's crash evidence (a ``<Process> hit an exception``
+        traceback, crash lines, a scheduler death, ...), or any traceback no batch line
+        followed once the process is gone with a non-zero or unknown exit code; None while the
+        process lives after a traceback that is no crash evidence (a request error)."""
+        b = self.fold.last
+        f = b.failure
+        r = self.run
+        ended_badly = self._ended() and r is not None and r.exit_code != 0
+        if f is not None:
+            return f if (ended_badly or fold_failure_is_final(b)) else None
+        ev = b.pending_error
+        if ev is not None and ended_badly:
+            return Failure(phase="runtime", exception=ev.exc_type, message=ev.exc_message, rank=ev.rank, event=ev)
+        return None
+
     @property
     def failure(self) -> str | None:
-        """One line naming what ended (or is ending) the run: SGLang's crash evidence (see
-        :attr:`status`), or, once the process is gone with a non-zero or unknown exit code,
-        the last traceback that no batch line followed; None otherwise."""
-        if self._crash is not None:
-            return self._crash[0]
-        r = self.run
-        if self._tb_open is not None and self._ended() and r is not None and r.exit_code != 0:
-            return self._tb_open[0]
-        return None
+        """One line naming what ended (or is ending) the run (:meth:`_failure`): ``origin:
+        ExcType: message`` or the crash line; None otherwise."""
+        f = self._failure()
+        return failure_line(f) if f is not None else None
+
+    @property
+    def failure_phase(self) -> str | None:
+        """The phase the run failed in (``args``/``load``/``startup``/``runtime``, the fold's rule)."""
+        f = self._failure()
+        return f.phase if f is not None else None
+
+    @property
+    def failure_exception(self) -> str | None:
+        """The root cause's exception type as printed (the fold's rule), None when not shown."""
+        f = self._failure()
+        return f.exception if f is not None else None
+
+    def _request_error_events(self) -> list:
+        b = self.fold.last
+        errs = list(b.request_errors)
+        f = b.failure
+        if f is not None and isinstance(f.event, _events().Traceback) and self._failure() is None:
+            errs.append(f.event)  # a traceback while the process lives: not (yet) what ended it
+        elif self._failure() is not None and b.pending_error is not None and b.pending_error in errs:
+            errs.remove(b.pending_error)
+        return errs
+
+    @property
+    def request_error(self) -> str | None:
+        """The last traceback the server kept serving after (or, before it served, a
+        traceback while its process lives), as one line; None when none."""
+        errs = self._request_error_events()
+        return failure_line_of(errs[-1]) if errs else None
+
+    @property
+    def request_errors(self) -> int:
+        return len(self._request_error_events())
 
     @property
     def oom_seen(self) -> bool:
         """The failure (:attr:`failure`) is an out-of-memory error."""
-        if self._crash is not None:
-            return self._crash[1]
-        return self.failure is not None and self._tb_open is not None and self._tb_open[1]
+        f = self._failure()
+        return f is not None and f.event is not None and bool(getattr(f.event, "oom", None))
 
     @property
     def oom_numbers(self):
         """PyTorch's numbers (:class:`mambaconsole.sglang.events.TorchOom`, GiB) of the OOM
         that ended the run (:attr:`oom_seen`), when its message gave them; else None."""
-        if not self.oom_seen:
-            return None
-        src = self._crash if self._crash is not None else self._tb_open
-        return src[2] if src is not None else None
+        f = self._failure()
+        return f.oom if f is not None and self.oom_seen else None
 
     def lost_for(self) -> float | None:
         if self.connected or self.lost_since is None:
@@ -687,12 +723,7 @@ class ConsoleState:
     def _new_run(self) -> None:
         self.ready_seen = False
         self.ready_at = None
-        self._crash = None
-        self._tb_open = None
-        self._tb_counted = False
-        self._prev_request_error: str | None = None
-        self.request_error = None
-        self.request_errors = 0
+        self.fold = RunFold()
         self.log.clear()
         self.log_total = 0
         self.log_dropped = 0
@@ -942,9 +973,23 @@ class ConsoleState:
 
     def _on_sglang(self, e: Any) -> set[str]:
         ev = _EVENTS or _events()
+        fold = self.fold
+        boots = len(fold.boots)
+        before = (fold.last.failure, len(fold.last.request_errors), fold.last.serving, fold.last.pending_error)
+        fold.feed(e)
+        if len(fold.boots) > boots:
+            self._new_boot()  # the server was launched again into the same log
+        b = fold.last
+        changed = set() if before == (b.failure, len(b.request_errors), b.serving, b.pending_error) else {"header"}
+        if b.serving and not self.ready_seen:
+            self.ready_seen = True  # SGLang's ready line, batches served, or startup complete + a 200
+            self.ready_at = self._when(e)
+        return changed | self._on_sglang_view(e, ev)
+
+    def _on_sglang_view(self, e: Any, ev: Any) -> set[str]:
+        """What the panes show of one event beyond the fold's claims (budget, spec, args)."""
 
         if isinstance(e, ev.DecodeBatch):
-            self._served_after_error()
             t = self._when(e)
             self.last_batch, self.batch_t = e, t
             self.recent_batches.append(e)
@@ -980,12 +1025,8 @@ class ConsoleState:
         if isinstance(e, (ev.ReadySummary, ev.HttpServerUp, ev.WeightsLoadBegin, ev.DistributedInit)):
             self.started_up = True
         if isinstance(e, ev.ServerReady):
-            self.ready_seen = True
-            self.ready_at = self._when(e)
             return {"header"}
         if isinstance(e, ev.ServerArgsDump):
-            if self.dumped_args is not None or self._crash is not None or self._tb_open is not None:
-                self._new_boot()  # the server was launched again into the same log
             self.dumped_args = dict(e.args)
             self._compare_live()
             return {"args"}
@@ -1005,72 +1046,20 @@ class ConsoleState:
             self.started_up = True
             self._compare_live()
             return {"args"}
-        if isinstance(e, ev.PrefillBatch):
-            self._served_after_error()
-            return set()
-        if isinstance(e, ev.Traceback) and e.exc_type != "KeyboardInterrupt":  # Ctrl-C: a stop, not a failure
-            if e.exc_type or e.exc_message:
-                line = f"{e.exc_type or ''}: {e.exc_message or ''}".strip(": ")
-                if e.origin:
-                    line = f"{e.origin}: {line}"
-            else:
-                line = f"{e.origin + ': ' if e.origin else ''}traceback cut before its exception line"
-            tb = (line, bool(e.oom), e.oom_numbers)  # (the line shown, an OOM, PyTorch's OOM numbers)
-            if self._tb_open is None or e.complete:  # a cut traceback never hides a complete one
-                self._tb_open = tb
-            self._tb_counted = False
-            if e.origin:  # "Scheduler hit an exception: ..." (scheduler.py:run_scheduler_process and kin)
-                if self._crash is None:
-                    self._crash = tb
-            elif self._crash is None:
-                self._prev_request_error = self.request_error
-                self._tb_counted = True
-                self.request_errors += 1
-                self.request_error = line
-            return {"header", "gpu"} if e.oom else {"header"}
-        if isinstance(e, (ev.SigquitReceived, ev.ChildCrashed, ev.SchedulerDied, ev.WatchdogTimeout)):
-            if self._crash is None:
-                self._crash_from_open() or setattr(self, "_crash", (e.message, False, None))
-            return {"header"}
-        if isinstance(e, (ev.KillProcessTree, ev.Killed)) and self._crash is None and self._crash_from_open():
-            return {"header"}  # the kill sequence after a traceback: that traceback ended the server
+        if isinstance(e, ev.Traceback) and e.oom:
+            return {"gpu"}  # the GPU pane shows an OOM's numbers once it ended the run
         return set()
 
     def _new_boot(self) -> None:
         """A new boot in the same log (a ``server_args=`` dump after an earlier one, or after a
         traceback): what the earlier boot said (its crash, readiness, budget, caps) is void."""
         self.ready_seen, self.ready_at = False, None
-        self._crash = self._tb_open = self._prev_request_error = self.request_error = None
-        self._tb_counted = False
-        self.request_errors = 0
         self.budget_gb, self._budget_rank = {}, None
         self.runtime_caps = {}
         self.started_up = False
         self.recent_batches.clear()
         self.mamba_pool_slots = self.mamba_slots_per_request = None
         self._low_run, self.collapsed = 0, False
-
-    def _crash_from_open(self) -> bool:
-        """Crash lines follow a traceback no batch line followed: that traceback is the crash
-        (it is no longer counted as a request error)."""
-        if self._tb_open is None:
-            return False
-        self._crash = self._tb_open
-        if self._tb_counted:
-            self._tb_counted = False
-            self.request_errors -= 1
-            self.request_error = self._prev_request_error
-        return True
-
-    def _served_after_error(self) -> None:
-        """A decode/prefill batch line: the server is still serving, so an earlier traceback
-        (even SGLang's crash evidence) did not end it: it stays as a request error."""
-        if self._crash is not None:
-            self.request_errors += 1
-            self.request_error = self._crash[0]
-            self._crash = None
-        self._tb_open = None
-        self._tb_counted = False
 
     def _on_GpuSnapshot(self, ev: GpuSnapshot) -> set[str]:
         """Every sample goes into the history and the current run's peak; the pane is redrawn

@@ -88,6 +88,7 @@ from mambaconsole.sglang.spec import SpecStats, SpecTally
 
 __all__ = [
     "RunFold", "RankMemory", "Failure", "Boot", "rank_sort_key", "OUTCOMES", "DECODES_KEEP", "is_draft_arch",
+    "failure_is_final", "failure_line", "failure_line_of", "failure_outcome",
 ]
 
 #: decode lines a boot keeps for the last-decode view and the Mamba capacity (its held-slot
@@ -561,6 +562,9 @@ class RunFold:
             b.settings.append(ev)  # type: ignore[arg-type]
         elif t is E.FlagDeprecated:
             b.deprecated_flags.append(ev)  # type: ignore[arg-type]
+        elif t is E.Traceback and ev.exc_type == "KeyboardInterrupt":  # type: ignore[attr-defined]
+            b.killed = True  # Ctrl-C (SIGINT, a console's stop): the server was stopped, not failed
+            b.ended = True
         elif t is E.Traceback and b.serving and ev.origin is None and b.failure is None:  # type: ignore[attr-defined]
             b.request_errors.append(ev)  # type: ignore[arg-type]
             b.pending_error = ev  # type: ignore[assignment]
@@ -645,15 +649,21 @@ def _version_in(e: E.Event) -> str | None:
     return None
 
 
+def failure_outcome(f: Failure) -> str:
+    """The outcome a failure gives: ``oom`` (a PyTorch OOM or SGLang's "Not enough memory"
+    family), ``arg_error`` (phase ``args``), else ``crashed``."""
+    ev = f.event
+    if isinstance(ev, E.Traceback) and ev.oom:
+        return "oom"
+    if f.phase == "args":
+        return "arg_error"
+    return "crashed"
+
+
 def _outcome(b: Boot) -> str:
     f = b.failure
     if f is not None:
-        ev = f.event
-        if isinstance(ev, E.Traceback) and ev.oom:
-            return "oom"
-        if f.phase == "args":
-            return "arg_error"
-        return "crashed"
+        return failure_outcome(f)
     if b.killed or b.kill_tree:
         return "exited"
     if b.sigquit:
@@ -665,3 +675,33 @@ def _outcome(b: Boot) -> str:
         return "starting"
     return "unknown"
 
+
+
+def failure_is_final(b: Boot) -> bool:
+    """The boot's failure is SGLang's crash evidence on its own (the process need not be seen
+    gone): a ``<Process> hit an exception`` traceback, crash lines after it (SIGQUIT, a child
+    crash, ``kill_process_tree``, ``Killed``), a scheduler death or watchdog line, an argparse
+    error. A bare traceback without them may be one SGLang logs and survives."""
+    f = b.failure
+    if f is None:
+        return False
+    ev = f.event
+    return b.crash_lines or not isinstance(ev, E.Traceback) or ev.origin is not None
+
+
+def failure_line_of(ev: E.Event) -> str:
+    """One line for a traceback or crash line: ``origin: ExcType: message`` (a cut traceback
+    says so), else the line's message."""
+    if not isinstance(ev, E.Traceback):
+        return ev.message
+    if ev.exc_type or ev.exc_message:
+        line = f"{ev.exc_type or ''}: {ev.exc_message or ''}".strip(": ")
+        return f"{ev.origin}: {line}" if ev.origin else line
+    return f"{ev.origin + ': ' if ev.origin else ''}traceback cut before its exception line"
+
+
+def failure_line(f: Failure) -> str:
+    """:func:`failure_line_of` the failure's event; its exception and message without one."""
+    if f.event is not None:
+        return failure_line_of(f.event)
+    return f"{f.exception or ''}: {f.message or ''}".strip(": ")
