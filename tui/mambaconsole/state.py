@@ -679,11 +679,12 @@ class ConsoleState:
 
     # --------------------------------------------------------------- apply
     def apply(self, ev: Any) -> set[str]:
-        """Fold one event in; return the panes to refresh."""
-        handler = getattr(self, "_on_" + type(ev).__name__, None)
-        if handler is None:
+        """Fold one event in; return the panes to refresh. The event's type picks its data
+        source's handler (:data:`SLICES`)."""
+        entry = SLICES.get(type(ev))
+        if entry is None:
             raise TypeError(f"ConsoleState cannot apply {type(ev).__name__}")
-        return handler(ev) | {"header"}
+        return entry[1](self, ev) | {"header"}
 
     def _on_NodeFacts(self, ev: NodeFacts) -> set[str]:
         # the facts probe found no importable sglang for the node's python (not the simulated
@@ -1222,3 +1223,19 @@ def _norm(v: Any) -> Any:
     return v
 
 
+#: every event type the state folds in, with its data source (the slice of the state it
+#: writes: ``link`` the connection and node facts, ``runs`` the node's run history and the
+#: relaunch phase, ``log`` the current run's log and what the run fold reads from it, ``gpu``
+#: the GPU readings, ``server`` the live server's HTTP answers, ``args`` the resolved
+#: ServerArgs) and its handler; one explicit table instead of handler names built from strings
+SLICES: dict[type, tuple[str, Callable[[ConsoleState, Any], set[str]]]] = {
+    Connection: ("link", ConsoleState._on_Connection),
+    NodeFacts: ("link", ConsoleState._on_NodeFacts),
+    RunsListed: ("runs", ConsoleState._on_RunsListed),
+    Phase: ("runs", ConsoleState._on_Phase),
+    LogLines: ("log", ConsoleState._on_LogLines),
+    GpuSnapshot: ("gpu", ConsoleState._on_GpuSnapshot),
+    ServerInfo: ("server", ConsoleState._on_ServerInfo),
+    MetricsSnapshot: ("server", ConsoleState._on_MetricsSnapshot),
+    Resolution: ("args", ConsoleState._on_Resolution),
+}
