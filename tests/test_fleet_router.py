@@ -174,3 +174,21 @@ def test_via_an_ssh_host_and_a_host_target(sim_process, router, capsys, monkeypa
     [row] = out["workers"]
     assert (row["url"], row["host"], row["role"], row["role_source"]) == (f"local:{port}", "local", "decode", "engine")
     assert row["router_health"] is None and row["engine_health"] == "healthy" and out["disagreements"] == []
+
+
+async def test_server_info_is_read_again_only_every_30_s(sim_process):
+    """/server_info is big (556 keys on a real 0.5.23): a healthy engine's is reused for 30 s;
+    counted in the sim's own access lines."""
+    from mambaconsole.session.fleet import Fleet, Target
+
+    port = pick_free_port()
+    sim = sim_process("0.5.23", _sim_argv(port), speed=20, name="w")
+    _ready(sim)
+    now = [1000.0]
+    async with Fleet([Target("host", host="local")], hosts={"local": port}, clock=lambda: now[0]) as fleet:
+        for t in (1000.0, 1010.0, 1029.0, 1031.0):
+            now[0] = t
+            snap = await fleet.poll()
+            assert snap.workers[0].args is not None
+    served = [ln for ln in sim.out.read_text().splitlines() if '"GET /server_info HTTP/1.1" 200' in ln]
+    assert len(served) == 2  # at t=1000 and t=1031

@@ -19,9 +19,9 @@ def _snapshot() -> Snapshot:
                   args={"mamba_ssm_dtype": "float32", "page_size": 1}, data_age_s=0.0)
     d = WorkerRow(url=D, role="decode", host=None, router_health="healthy", engine_health="dead",
                   engine_detail="connection refused", version="0.5.23", version_source="router (at registration)",
-                  args=None)
+                  args={"mamba_ssm_dtype": "bfloat16", "page_size": 1})
     dis = disagreements(d, None, "0.5.23")
-    diffs = diff_server_args([(P, "prefill", p.args), (D, "decode", {"mamba_ssm_dtype": "bfloat16", "page_size": 1})])
+    diffs = diff_server_args([(P, "prefill", p.args), (D, "decode", d.args)])
     return Snapshot([p, d], dis, diffs, {}, 0.0)
 
 
@@ -55,7 +55,9 @@ async def test_rows_disagreement_and_differences():
         assert second[0] == "!" and second[4] == "dead" and second[3] == "healthy"
         notes = str(app.query_one("#fleet-notes").render())
         assert f"! {D}: health: router says healthy, engine says dead (connection refused)" in notes
-        assert "* mamba_ssm_dtype (prefill/decode)" in notes
+        args = app.query_one("#fleet-args")
+        assert [str(c.label) for c in args.columns.values()][:4] == ["field", "between", "gpu-a:30000", "gpu-b:30001"]
+        assert [str(c) for c in args.get_row_at(0)][:4] == ["mamba_ssm_dtype", "prefill/decode", "'float32'", "'bfloat16'"]
         status = str(app.query_one("#fleet-status").render())
         assert "2 workers · 1 disagreements · TTFT/ITL over the last 60 s" in status
 
@@ -79,3 +81,37 @@ async def test_enter_on_a_worker_without_a_host_says_why():
         await pilot.pause()
         assert app.is_running
         assert any("no [hosts] entry maps to this worker" in n.message for n in app._notifications)
+
+
+def test_enter_runs_the_console_and_comes_back(monkeypatch):
+    """ui.fleet.run: the worker chosen with Enter opens the console (its host, its port); quitting
+    the console shows the fleet again; quitting the fleet ends."""
+    import argparse
+
+    from mambaconsole.ui import app as console
+    from mambaconsole.ui import fleet as ui_fleet
+
+    choices = [("gpu-a", 30000), None]
+    opened = []
+    monkeypatch.setattr(ui_fleet.FleetApp, "run", lambda self: choices.pop(0))
+    monkeypatch.setattr(console, "run", lambda args: opened.append((args.host, args.port)) or 0)
+    monkeypatch.setattr("mambaconsole.commands.fleet.fleet_for", lambda args: StubFleet(_snapshot()))
+    assert ui_fleet.run(argparse.Namespace(targets=["http://r:1"], via=None, json=False, once=False)) == 0
+    assert opened == [("gpu-a", 30000)] and choices == []
+
+
+async def test_a_failed_poll_is_shown_and_the_next_one_still_comes():
+    class Failing(StubFleet):
+        async def poll(self):
+            self.polls += 1
+            if self.polls == 1:
+                raise RuntimeError("boom")
+            return self.snap
+
+    fleet = Failing(_snapshot())
+    app = FleetApp(fleet, poll_s=0.2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.05)
+        assert "poll failed: RuntimeError: boom" in str(app.query_one("#fleet-status").render())
+        await pilot.pause(0.5)
+        assert fleet.polls >= 2 and app.query_one("#fleet-table").row_count == 2

@@ -36,6 +36,10 @@ __all__ = ["Fleet", "WorkerRow", "Disagreement", "parse_target", "Target"]
 #: seconds an HTTP request to a router or an engine may take
 HTTP_TIMEOUT = 3.0
 
+#: seconds a healthy engine's /server_info is reused (its ServerArgs do not change while it
+#: stays up; the big JSON is not fetched every poll)
+SERVER_INFO_EVERY_S = 30.0
+
 HEALTHY, UNHEALTHY, DEAD, NO_ANSWER = "healthy", "unhealthy", "dead", "no answer"
 
 
@@ -241,6 +245,7 @@ class Fleet:
         self._ports: dict[tuple[str | None, str, int], int] = {}
         self._windows: dict[str, LatencyWindow] = {}
         self._answered: dict[str, float] = {}
+        self._info: dict[str, tuple[float, ServerInfo]] = {}  # url -> (read at, /server_info)
 
     async def __aenter__(self) -> "Fleet":
         import httpx
@@ -333,7 +338,11 @@ class Fleet:
         health, loads_r, metrics_r = await asyncio.gather(
             self._get(url, "/health"), self._get(url, "/v1/loads"), self._get(url, "/metrics"))
         info = None
-        if not isinstance(health, str):
+        cached = self._info.get(url)
+        healthy = not isinstance(health, str) and health.status_code == 200
+        if healthy and cached is not None and cached[0] > self.clock() - SERVER_INFO_EVERY_S:
+            info = cached[1]
+        elif not isinstance(health, str):
             for path in SERVER_INFO_PATHS:
                 r = await self._get(url, path)
                 if not isinstance(r, str) and r.status_code == 200:
@@ -342,6 +351,10 @@ class Fleet:
                     except ConsoleError:
                         info = None
                     break
+            if healthy and info is not None:
+                self._info[url] = (self.clock(), info)
+        if not healthy:
+            self._info.pop(url, None)  # a server coming back may be another launch: read it again
         loads = None
         if not isinstance(loads_r, str) and loads_r.status_code == 200:
             try:

@@ -1,7 +1,7 @@
 """The fleet screen (``mambaconsole fleet TARGET...`` on a terminal): one row per worker, the
 router's and the engine's view side by side, a disagreement in the theme's error colour and
-marked ``!``; below, the disagreements in words and the ServerArgs differences, the ones that
-matter first. TTFT/ITL are over the last minute once the screen has polled that long.
+marked ``!``; below, the disagreements in words and the ServerArgs differences side by side
+(one row per field, one column per worker), the ones that matter first. TTFT/ITL are over the last minute once the screen has polled that long.
 
 Keys: Enter opens today's four-pane console on the highlighted worker's host (the ``[hosts]``
 settings: a section named as the URL's host with that port, or the ``--via`` host for a
@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from mambaconsole.session.fleet import COLUMNS, Fleet, Snapshot, difference_line, disagreement_line, row_cells
+from mambaconsole.session.fleet import COLUMNS, Fleet, Snapshot, disagreement_line, row_cells
 from mambaconsole.ui.footer import KeyFooter
 
 POLL_S = 2.0
@@ -35,8 +35,10 @@ class FleetApp(App[tuple[str, int | None] | None]):
     TITLE = "mambaconsole fleet"
     CSS = """
     #fleet-status { height: 1; padding: 0 1; }
-    #fleet-table { height: auto; max-height: 60%; }
-    #fleet-notes { padding: 0 1; }
+    #fleet-table { height: auto; max-height: 50%; }
+    #fleet-notes { padding: 0 1; height: auto; }
+    #fleet-args-title { padding: 0 1; height: 1; text-style: bold; }
+    #fleet-args { height: auto; max-height: 50%; }
     """
     BINDINGS = [
         Binding("enter", "open", "Open console"),
@@ -65,11 +67,13 @@ class FleetApp(App[tuple[str, int | None] | None]):
         yield table
         with VerticalScroll():
             yield Static("", id="fleet-notes")
+            yield Static("", id="fleet-args-title")
+            yield DataTable(id="fleet-args", cursor_type="row", show_cursor=False)
         yield KeyFooter()
 
     async def on_mount(self) -> None:
         await self.fleet.__aenter__()
-        self.query_one(DataTable).focus()
+        self.query_one("#fleet-table", DataTable).focus()
         self.poll()
 
     async def on_unmount(self) -> None:
@@ -77,10 +81,16 @@ class FleetApp(App[tuple[str, int | None] | None]):
 
     @work(exclusive=True, exit_on_error=False, group="fleet-poll")
     async def poll(self) -> None:
-        snap = await self.fleet.poll()
-        self._polls += 1
-        self.show(snap)
-        self.set_timer(self.poll_s, self.poll)
+        """One poll; the next is armed when this one has finished, whatever happened."""
+        try:
+            snap = await self.fleet.poll()
+            self._polls += 1
+            self.show(snap)
+        except Exception as exc:  # noqa: BLE001 - a failed poll is shown, the next one still comes
+            self.query_one("#fleet-status", Static).update(
+                Text(f"poll failed: {type(exc).__name__}: {exc}", style=f"bold {self.current_theme.error or 'red'}"))
+        finally:
+            self.set_timer(self.poll_s, self.poll)
 
     def action_refresh(self) -> None:
         self.poll()
@@ -90,7 +100,7 @@ class FleetApp(App[tuple[str, int | None] | None]):
         err = self.current_theme.error or "red"
         warn = self.current_theme.warning or "yellow"
         marked = {d.worker for d in snap.disagreements}
-        table = self.query_one(DataTable)
+        table = self.query_one("#fleet-table", DataTable)
         keep = table.cursor_row
         table.clear()
         for w in snap.workers:
@@ -121,17 +131,32 @@ class FleetApp(App[tuple[str, int | None] | None]):
             notes.append("router and engine disagree\n", style="bold")
             for d in snap.disagreements:
                 notes.append(disagreement_line(d) + "\n", style=err)
-        if snap.differences:
-            notes.append("ServerArgs differences (the ones that matter first)\n", style="bold")
-            for d in snap.differences:
-                notes.append(difference_line(d) + "\n", style=f"bold {warn}" if d.matters else "dim")
-        elif snap.workers:
-            notes.append("ServerArgs: no differences between the workers that answered\n", style="dim")
         self.query_one("#fleet-notes", Static).update(notes)
+        self._show_args(snap, warn)
+
+    def _show_args(self, snap: Snapshot, warn: str) -> None:
+        """The ServerArgs differences side by side: one row per field, one column per worker
+        (the ones that matter first, in the warning colour; the others dimmed)."""
+        title = self.query_one("#fleet-args-title", Static)
+        args = self.query_one("#fleet-args", DataTable)
+        names = [w.url for w in snap.workers if w.args is not None]
+        if not snap.differences:
+            title.update("ServerArgs: no differences between the workers that answered" if names else "")
+            args.display = False
+            return
+        title.update("ServerArgs differences (the ones that matter first)")
+        args.display = True
+        args.clear(columns=True)
+        args.add_columns("field", "between", *(n.split("://", 1)[-1] for n in names), "why")
+        for d in snap.differences:
+            vals = dict(d.values)
+            style = f"bold {warn}" if d.matters else "dim"
+            cells = [d.field, d.between, *("" if n not in vals else repr(vals[n]) for n in names), d.why]
+            args.add_row(*(Text(c, style=style, no_wrap=True, overflow="ellipsis") for c in cells))
 
     def action_open(self) -> None:
         snap = self.snapshot
-        table = self.query_one(DataTable)
+        table = self.query_one("#fleet-table", DataTable)
         if snap is None or not snap.workers or table.cursor_row < 0:
             return
         w = snap.workers[min(table.cursor_row, len(snap.workers) - 1)]
