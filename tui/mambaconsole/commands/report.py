@@ -10,6 +10,12 @@ with the error lines, and the speculative acceptance summary. Every log fact com
 :mod:`mambaconsole.sglang` (``events.parse_text`` and ``summary.summarize``); none is parsed
 here.
 
+Secrets are always replaced by ``<secret>`` (:func:`mambaconsole.redact.redact_secrets`: API
+keys and tokens given as options or ``name=value``, URL passwords and ``?token=``, Bearer
+tokens, ``hf_``/``sk-``/AWS key shapes), and the report's last line says how many. No
+control character reaches the output: the argv is written as one line of bash (``$'...'`` for
+an element with an escape), anything else from the node has its escapes shown as ``\\x1b``.
+
 Personal details are replaced by placeholders unless ``--no-redact``: home folders
 (``<home>``: the node's and this machine's ``$HOME``, and any ``/home/NAME``,
 ``/Users/NAME``), user names (``<user>``: this machine's and the SSH login's, the run's
@@ -35,6 +41,7 @@ from collections.abc import Iterable
 
 from mambaconsole.commands._common import add_host, run_async
 from mambaconsole.errors import ConsoleError
+from mambaconsole.redact import PLACEHOLDER, argv_secrets, find_secrets, redact_secrets
 
 HELP = "a Markdown report of a run to paste into an issue (personal details redacted)"
 
@@ -207,7 +214,7 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
     record."""
     from mambaconsole.sglang import events as E
     from mambaconsole.sglang.summary import summarize
-    from mambaconsole.sglang.text import display_text
+    from mambaconsole.sglang.text import display_text, shell_line
 
     events = E.parse_text(log_text)
     s = summarize(events)
@@ -227,7 +234,7 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
                + (f"; launched by `{rec['launched_by']}`" if rec.get("launched_by") else ""))
     if rec.get("error"):
         out.append(f"- **run store says**: {rec['error']}")
-    out += ["", "### Launch command", "", _fence(shlex.join(run.argv) if run.argv else "(unknown)", "sh"), ""]
+    out += ["", "### Launch command", "", _fence(shell_line(run.argv) if run.argv else "(unknown)", "sh"), ""]
     if prev is not None:
         diff = argv_diff(list(prev.argv), list(run.argv))
         out.append(f"### Changes from the previous run `{prev.run_id}` ({prev.state_text})")
@@ -283,10 +290,22 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
                    + (f"; last accept rate: {sp.last_accept_rate:.2f}" if sp.last_accept_rate is not None else ""))
         if sp.collapsed:
             out.append("- **collapsed**: the last batches all accept 1.00 (every draft token rejected)")
-    out += ["", f"<sub>mambaconsole report, {_utc(time.time())}; personal details "
-                f"{'kept (--no-redact)' if redact is None else 'replaced by placeholders'}</sub>", ""]
     text = "\n".join(out)
-    return redact(text) if redact is not None else text
+    text = redact(text) if redact is not None else text
+    # what the argv and the whole log hold, replaced wherever the report repeats it (a table cell)
+    known = argv_secrets(list(run.argv)) | (argv_secrets(list(prev.argv)) if prev is not None else set()) \
+        | find_secrets(log_text)
+    text, secrets = redact_secrets(text, known)
+    text = _no_controls(text)
+    return text + "\n".join(["", "", f"<sub>mambaconsole report, {_utc(time.time())}; personal details "
+                                 f"{'kept (--no-redact)' if redact is None else 'replaced by placeholders'}; "
+                                 f"{secrets} secret{'' if secrets == 1 else 's'} replaced by {PLACEHOLDER}</sub>", ""])
+
+
+def _no_controls(text: str) -> str:
+    """``text`` with every control character but newline written out (``\\x1b``, ``\\r``): an
+    escape from the node (an argv, a log line, a host name) never reaches a terminal."""
+    return re.sub(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", lambda m: "\\x%02x" % ord(m.group(0)), text)
 
 
 # ----------------------------------------------------------------------------- command

@@ -22,6 +22,7 @@ from mambaconsole.node.agent import agent_once, agent_record_batches, read_lines
 from mambaconsole.node.base import Node
 from mambaconsole.node.runs import Run, RunStore
 from mambaconsole.node.supervisor import Supervisor
+from mambaconsole.sglang.text import display_text
 from mambaconsole.state import (
     GpuProcess, GpuReading, GpuSnapshot, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
     RunsListed, ServerInfo,
@@ -94,7 +95,7 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
         gpus, procs = [], []
         for g in rec.get("gpus") or []:
             idx = int(g.get("index", len(gpus)))
-            gpus.append(GpuReading(idx, str(g.get("name") or "?"), _num(g.get("memory_used_mib")) or 0.0,
+            gpus.append(GpuReading(idx, display_text(str(g.get("name") or "?")), _num(g.get("memory_used_mib")) or 0.0,
                                    _num(g.get("memory_total_mib")) or 0.0, _num(g.get("utilization_pct")),
                                    simulated=sim, t=now))
             for p in g.get("processes") or []:
@@ -102,7 +103,8 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
                 if not isinstance(pid, int):
                     continue
                 cmd = p.get("cmdline")
-                procs.append(GpuProcess(idx, pid, _num(p.get("used_mib")) or 0.0, str(cmd or ""),
+                # another user's command line: its escapes never reach the terminal
+                procs.append(GpuProcess(idx, pid, _num(p.get("used_mib")) or 0.0, display_text(str(cmd or "")),
                                         resolved=bool(cmd)))
         return GpuSnapshot(tuple(gpus), tuple(procs), simulated=sim, t=now)
     if kind == "no_gpu":

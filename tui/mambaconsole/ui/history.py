@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Static
 
 from mambaconsole.state import RunInfo, fmt_duration, state_label, status_word
 from mambaconsole.sglang.argv_diff import diff_text
+from mambaconsole.sglang.text import display_text
 from mambaconsole.ui.footer import KeyFooter
 
 #: runs summarised from their logs at most (newest first)
@@ -128,8 +129,11 @@ class HistoryScreen(Screen[str | None]):
             outcome = row[2]
             ostyle = colors.get("success", "green") if outcome.startswith("READY") else (
                 colors.get("error", "red") if outcome.split(" exit")[0] in ("OOM", "ARG ERROR", "CRASHED", "DEAD", "NEVER STARTED") else "")
-            t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), row[1], Text(outcome, style=ostyle),
-                      *row[3:7], row[7], key=row[0])
+            # every cell a Text: a str cell would be read as Rich markup, and an argv is the node's
+            # text ("--chat-template '[INST] x [/INST]'" is not markup; an escape is not drawn)
+            t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), Text(row[1]),
+                      Text(outcome, style=ostyle), *(Text(c) for c in row[3:7]), Text(display_text(row[7])),
+                      key=row[0])
         self._rows = {row[0]: row for row in rows}
         self._show_detail()
 
@@ -149,7 +153,7 @@ class HistoryScreen(Screen[str | None]):
         d.append(f"run {rid}", "bold")
         d.append(f"  {row[2]}  started {row[1]}  to ready {row[3]}  peak {self._peak_detail(row[4])}  accept len {row[6]}\n")
         d.append("argv change from the previous run: ", "dim")
-        d.append(row[7] or "(none)")
+        d.append(display_text(row[7]) or "(none)")
         d.append("\nEnter: show its log in the log pane", "dim")
         self.query_one("#hist-detail", Static).update(d)
 

@@ -1,0 +1,51 @@
+"""Text from a node is never markup and never a terminal escape (issue 13 items 4 and 6): an
+argv that reads as Rich markup in the run history; another user's GPU process whose command
+line holds escape sequences."""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from mambaconsole.sglang.text import has_controls
+from mambaconsole.state import RunInfo
+from mambaconsole.ui.feed import gpu_snapshot
+from mambaconsole.ui.history import COLUMNS, HistoryScreen
+
+MARKUP = ["--chat-template", "[INST] x [/INST]", "--served-model-name", "[bold red]m[/]", "--tag", "[/]"]
+
+
+class _Host(App):
+    def __init__(self, screen) -> None:
+        super().__init__()
+        self._first = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self._first)
+
+
+async def test_history_shows_an_argv_that_reads_as_markup():
+    base = ["python", "-m", "sglang.launch_server", "--model-path", "m"]
+    runs = [RunInfo("20260101-000000-aaaa", argv=tuple(base), started=1.0e9, state="exited", exit_code=0),
+            RunInfo("20260101-000100-bbbb", argv=tuple(base + MARKUP + ["--x", "\x1b]0;title\x07y"]), started=1.0e9 + 60,
+                    state="exited", exit_code=1)]
+    app = _Host(HistoryScreen(runs, "node", None))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("DataTable")
+        cell = str(table.get_row_at(0)[COLUMNS.index(COLUMNS[-1])])
+        # each value as the node holds it: the brackets are text, not styles
+        for value in ("[INST] x [/INST]", "[bold red]m[/]", "[/]"):
+            assert value in cell, cell
+        assert not has_controls(cell)
+        detail = str(app.screen.query_one("#hist-detail").render())
+        assert "[INST] x [/INST]" in detail and "\x1b" not in detail and "\x07" not in detail
+
+
+def test_gpu_process_command_lines_carry_no_escape():
+    rec = {"type": "gpu", "gpus": [{"index": 0, "name": "GPU\x1b[2J", "memory_used_mib": 10, "memory_total_mib": 100,
+                                    "processes": [{"pid": 7, "used_mib": 5,
+                                                   "cmdline": "evil \x1b]0;owned\x07\x1b[2J\x1bc\x9b31m --x"}]}]}
+    snap = gpu_snapshot(rec, 0.0)
+    (p,) = snap.processes
+    assert not has_controls(p.command) and p.command.startswith("evil ") and p.command.endswith(" --x")
+    assert not has_controls(snap.gpus[0].name)
