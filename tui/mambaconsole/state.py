@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple
 
 from mambaconsole.sglang.run_fold import Failure, RunFold, failure_is_final as fold_failure_is_final
 from mambaconsole.sglang.run_fold import failure_line, failure_line_of, failure_outcome
+from mambaconsole.sglang.oom_site import oom_site
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration formatter, re-exported
 
@@ -630,6 +631,35 @@ class ConsoleState:
         f = self._failure()
         return f.oom if f is not None and self.oom_seen else None
 
+    @property
+    def oom_site(self):
+        """Where the OOM that ended the run was allocating (:class:`mambaconsole.sglang.oom_site.OomSite`),
+        when its traceback shows a known SGLang allocation; else None."""
+        f = self._failure()
+        if f is None or not self.oom_seen or not isinstance(f.event, _events().Traceback):
+            return None
+        return oom_site(f.event.frames)
+
+    def flag_values(self, flags) -> list[tuple[str, Any]]:
+        """``(flag, resolved value)`` for each of ``flags`` the resolution has (its order)."""
+        by_flag = {r.flag: r.value for r in self.rows}
+        return [(f, by_flag[f]) for f in flags if f in by_flag]
+
+    @property
+    def failure_headline(self) -> str | None:
+        """The header's failure line: for an OOM at a known allocation, what it was allocating,
+        how much, and the flags that size it with their values (``OOM allocating
+        intermediate_ssm_state_cache 9.56 GiB (Mamba pool, speculative) · sized by
+        --max-running-requests 16, ...``); else :attr:`failure`."""
+        site = self.oom_site
+        if site is None:
+            return self.failure
+        n = self.oom_numbers
+        size = f" {n.tried_gib:.2f} GiB" if n is not None else ""
+        vals = self.flag_values(site.flags)
+        sized = ", ".join(f"{f} {'(not given)' if v is None else v}" for f, v in vals) if vals else " ".join(site.flags)
+        return f"OOM allocating {site.name}{size} ({site.short}) · sized by {sized}"
+
     def lost_for(self) -> float | None:
         if self.connected or self.lost_since is None:
             return None
@@ -718,6 +748,8 @@ class ConsoleState:
             if self.run is None or self.run.run_id != cur.run_id:
                 self._new_run()
                 changed |= {"log", "spec", "gpu", "args"}
+            elif (self.run.state, self.run.exit_code) != (cur.state, cur.exit_code):
+                changed |= {"spec", "args"}  # its end can make a traceback the failure (spec pane, sizing flags)
             self.run = cur
         return changed
 
@@ -981,7 +1013,8 @@ class ConsoleState:
         if len(fold.boots) > boots:
             self._new_boot()  # the server was launched again into the same log
         b = fold.last
-        changed = set() if before == (b.failure, len(b.request_errors), b.serving, b.pending_error) else {"header"}
+        changed = set() if before == (b.failure, len(b.request_errors), b.serving, b.pending_error) else {
+            "header", "spec", "args"}  # the spec pane shows a failure, ServerArgs the flags that sized an OOM
         if b.serving and not self.ready_seen:
             self.ready_seen = True  # SGLang's ready line, batches served, or startup complete + a 200
             self.ready_at = self._when(e)
@@ -1132,7 +1165,7 @@ class ConsoleState:
             ))
         self.rows = rows
         self._compare_live()
-        return {"args"}
+        return {"args", "spec"}  # the spec pane names a failed run's sizing flags with their values
 
     def _compare_live(self) -> None:
         """Mark rows where the live server disagrees with the resolution. The live value is, last

@@ -64,7 +64,7 @@ from __future__ import annotations
 import ast
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as _replace
 from typing import Any, ClassVar, Iterable, Iterator
 
 from mambaconsole.sglang.paste import unwrap_line
@@ -731,11 +731,13 @@ class ServerArgsDump(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Frame:
-    """One traceback frame: ``File "{file}", line {line}, in {function}``."""
+    """One traceback frame: ``File "{file}", line {line}, in {function}``, and ``code``: the
+    source line Python printed under it (stripped; None when it printed none)."""
 
     file: str
     line: int | None
     function: str | None
+    code: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1694,6 +1696,8 @@ def _finish_traceback(kw: dict, body: list[str], first_msg: str | None) -> Trace
         after_frame = prev_frame
         prev_frame = False
         if line[:1] in " \t" and not s.startswith("->") and (after_frame or not _RE_EXC.match(line)):
+            if after_frame and frames and frames[-1].code is None:
+                frames[-1] = _replace(frames[-1], code=s)
             continue  # source line / caret markers of a frame
         em = _RE_EXC.match(line)
         if em:

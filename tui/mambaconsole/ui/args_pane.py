@@ -33,12 +33,16 @@ def _show(v, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def visible_rows(rows: list[ArgRow], mode: str, query: str) -> list[ArgRow]:
-    """Rows the pane shows for filter ``mode`` and search ``query`` (substring of flag or value),
-    SGLang-changed fields first."""
+def visible_rows(rows: list[ArgRow], mode: str, query: str, first: tuple[str, ...] = ()) -> list[ArgRow]:
+    """Rows the pane shows for filter ``mode`` and search ``query`` (substring of flag or value):
+    the flags in ``first`` (those that size the allocation an OOM failed on), in that order and
+    whatever the filter, then SGLang-changed fields."""
     q = query.lower()
     out = []
     for r in rows:
+        if r.flag in first and not q:
+            out.append(r)
+            continue
         if mode == "non-default" and r.source == "default" and not r.disagrees:
             continue
         if mode == "changed" and r.source not in ("derived", "overridden") and not r.disagrees:
@@ -50,7 +54,8 @@ def visible_rows(rows: list[ArgRow], mode: str, query: str) -> list[ArgRow]:
             continue
         out.append(r)
     order = {"overridden": 0, "derived": 1, "cli": 2, "config": 3, "env": 4, "default": 5}
-    out.sort(key=lambda r: (0 if r.disagrees else 1, order.get(r.source, 6), r.flag))
+    out.sort(key=lambda r: (first.index(r.flag) if r.flag in first else len(first),
+                            0 if r.disagrees else 1, order.get(r.source, 6), r.flag))
     return out
 
 
@@ -205,7 +210,9 @@ class ArgsPane(Vertical, can_focus=False):
         self._state = state
         colors = self.app.theme_variables
         table = self.query_one(DataTable)
-        rows = visible_rows(state.rows, self.mode, self.query_text)
+        site = state.oom_site
+        sizing = site.flags if site is not None else ()
+        rows = visible_rows(state.rows, self.mode, self.query_text, sizing)
         self._rows = rows
         keep = table.cursor_row
         fields = ((state.resolution or {}).get("fields") or {})
@@ -220,7 +227,9 @@ class ArgsPane(Vertical, can_focus=False):
             source = Text(r.source, style=style, overflow="ellipsis")
             if r.disagrees:
                 source.append(f" · {r.live_from}", "dim")
-            table.add_row(*(Text(r.flag, style="bold" if r.source != "default" else "", overflow="ellipsis"), value,
+            flag_style = f"bold {colors.get('error', 'red')}" if r.flag in sizing else (
+                "bold" if r.source != "default" else "")
+            table.add_row(*(Text(r.flag, style=flag_style, overflow="ellipsis"), value,
                             source, Text(r.changed_by, style="dim", overflow="ellipsis"))[:n_cols])
         if rows:
             table.move_cursor(row=min(keep, len(rows) - 1))
@@ -238,6 +247,8 @@ class ArgsPane(Vertical, can_focus=False):
             e = res["error"]
             note.append(f"{e.get('type')}: {e.get('message')}  ({e.get('file')}:{e.get('line')})", colors.get("error", "red"))
         else:
+            if site is not None:
+                note.append("first: what sized the OOM's allocation\n", f"bold {colors.get('error', 'red')}")
             note.append(f"filter {self.mode}  ·  {len(rows)}/{len(state.rows)} fields  ·  ")
             note.append(f"{n_over} overridden", source_style("overridden", colors) if n_over else "dim")
             note.append(f"  ·  {n_der} derived")

@@ -74,7 +74,7 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
         when = s.run.ended if s.run is not None else None
         t.append(" stopped by a console" + (f" {fmt_duration(max(0.0, s.clock() - when))} ago" if when else ""), "dim")
     elif s.failure:
-        t.append(f" {s.failure}", styles.get("dead", "bold"))
+        t.append(f" {s.failure_headline}", styles.get("dead", "bold"))
     elif s.run is not None and s.run.state == "never_started":
         t.append(f" the run never started: {s.run.error or 'no server process was ever recorded'}",
                  styles.get("dead", "bold"))

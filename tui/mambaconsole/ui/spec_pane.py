@@ -72,6 +72,36 @@ def load_text(state: ConsoleState, cap: Capacity | None = None) -> str:
     return "\n".join(p for p in (reqs, usage, slots) if p)
 
 
+def failure_text(state: ConsoleState, colors: dict[str, str]) -> Text:
+    """What ended a run that never decoded, in full (the header's line is cut): the failure
+    headline, for an OOM at a known allocation (:attr:`ConsoleState.oom_site`) what it is, where
+    in SGLang, the flags that size it with their values, and PyTorch's numbers; else the
+    exception line."""
+    err = f"bold {colors.get('error', 'red')}"
+    t = Text(no_wrap=False)
+    t.append(f"the run ended before any decode batch: {state.status_label()}\n", "bold")
+    site = state.oom_site
+    if site is None:
+        t.append(state.failure or "", err)
+        return t
+    n = state.oom_numbers
+    t.append(f"OOM allocating {site.name}" + (f" ({n.tried_gib:.2f} GiB)" if n is not None else ""), err)
+    t.append(f"\n{site.what}\nin {site.where}\n", "dim")
+    t.append("sized by:\n", "bold")
+    vals = dict(state.flag_values(site.flags))
+    for f in site.flags:
+        t.append(f"  {f} ", "bold")
+        if f not in vals:
+            t.append("(resolving…)" if not state.rows else "(not in this SGLang)", "dim")
+        else:
+            v = vals[f]
+            t.append("(not given)" if v is None else str(v), "dim" if v is None else "")
+        t.append("\n")
+    if n is not None:
+        t.append(n.describe(), "dim")
+    return t
+
+
 def rate_meaning(version: str | None) -> str:
     """How the version's log defines accept rate (sglang-observables §2.4), for display."""
     m = accept_rate_meaning(version)
@@ -109,6 +139,8 @@ class SpecPane(Vertical, can_focus=True):
         if state.spec_enabled is False:
             stats.append("speculation off", f"bold {_rich_color(c.get('text-muted'), 'grey50')}")
             stats.append("\nthe run has no --speculative-algorithm", "dim")
+        elif not pts and not live and state.failure:
+            stats = failure_text(state, c)  # nothing to show here: the room goes to the failure
         elif not pts:
             stats.append("no decode batch yet" if state.run else "no run", "dim")
             if state.spec_enabled:
@@ -152,8 +184,11 @@ class SpecPane(Vertical, can_focus=True):
         load = load_text(state, capacity_of(state)) if live else ""
         if load:
             stats.append("\n" + load, "dim")
-        if not live and stats:
+        if not live and stats and pts:
             stats.stylize("dim")
+        title = "Speculative decoding [2]" if pts or live or not state.failure else "Failure (no decode batch) [2]"
+        if self.border_title != title:
+            self.border_title = title
         box = self.query_one("#spec-stats", Static)
         # height: auto: a new layout only when the text's height may change (rows, or a row
         # wider than the box), not for every decode batch (a flood of them is 20 frames/s)
