@@ -52,7 +52,9 @@ def test_sim_exports_ttft_and_itl_histograms(sim_process, free_port):
 def test_latency_text():
     lat = L.Latency(ttft_p50=0.35, ttft_p99=0.594, itl_p50=0.0175, itl_p99=0.04, window_s=60.0,
                     exported=(L.ITL, L.TTFT))
-    assert lat.text() == "TTFT p50 350 p99 594 ms · ITL p50 18 p99 40 ms (last 60 s)"
+    assert lat.text() == "TTFT p50 350 ms  p99 594 ms  (last 60 s)\nITL  p50 18 ms  p99 40 ms"
+    slow = L.Latency(ttft_p50=21.25, ttft_p99=139.6, exported=(L.TTFT,))
+    assert slow.text() == "TTFT p50 21.2 s  p99 140 s  (since start)"
     assert L.Latency(exported=(L.TTFT,), window_s=60.0).text() == "TTFT/ITL: no request in the last 60 s"
     assert L.Latency().text() == ""
 
@@ -81,5 +83,5 @@ async def test_feed_state_and_spec_pane_show_ttft_and_itl(sim_process, free_port
         app.refresh_panes({"spec"})
         await pilot.pause(0.05)
         stats = str(app.spec_pane.query_one("#spec-stats").render())
-        assert "TTFT p50 350 p99 594 ms · ITL p50 18 p99 40 ms (last 60 s)" in stats
+        assert "TTFT p50 350 ms  p99 594 ms  (last 60 s)\nITL  p50 18 ms  p99 40 ms" in stats
     await feed.close()

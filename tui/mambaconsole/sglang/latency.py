@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from mambaconsole.sglang.metrics import MetricsSnapshot
 
-__all__ = ["Histogram", "histogram", "quantile", "LatencyWindow", "Latency", "TTFT", "ITL"]
+__all__ = ["Histogram", "histogram", "quantile", "LatencyWindow", "Latency", "TTFT", "ITL", "fmt_seconds"]
 
 TTFT = "sglang:time_to_first_token_seconds"
 ITL = "sglang:inter_token_latency_seconds"
@@ -105,23 +105,30 @@ class Latency:
     exported: tuple[str, ...] = ()
 
     def text(self) -> str:
-        """``TTFT p50 350 p99 594 ms · ITL p50 21 p99 50 ms (last 60 s)``; "" when the server
-        exports neither histogram; says so when no request finished in the window."""
+        """Two lines, ``TTFT p50 350 ms  p99 594 ms  (last 60 s)`` and ``ITL  p50 18 ms  p99
+        40 ms`` (a second or more in seconds); "" when the server exports neither histogram;
+        one line saying so when no request finished in the window."""
         if not self.exported:
             return ""
         span = "since start" if self.window_s is None else f"last {self.window_s:.0f} s"
-
-        def ms(v: float | None) -> str:
-            return "-" if v is None else f"{v * 1000:.0f}"
-
-        parts = []
-        if TTFT in self.exported:
-            parts.append(f"TTFT p50 {ms(self.ttft_p50)} p99 {ms(self.ttft_p99)} ms")
-        if ITL in self.exported:
-            parts.append(f"ITL p50 {ms(self.itl_p50)} p99 {ms(self.itl_p99)} ms")
         if all(v is None for v in (self.ttft_p50, self.itl_p50)):
             return f"TTFT/ITL: no request in the {span}"
-        return " · ".join(parts) + f" ({span})"
+        lines = []
+        if TTFT in self.exported:
+            lines.append(f"TTFT p50 {fmt_seconds(self.ttft_p50)}  p99 {fmt_seconds(self.ttft_p99)}  ({span})")
+        if ITL in self.exported:
+            lines.append(f"ITL  p50 {fmt_seconds(self.itl_p50)}  p99 {fmt_seconds(self.itl_p99)}"
+                         + ("" if TTFT in self.exported else f"  ({span})"))
+        return "\n".join(lines)
+
+
+def fmt_seconds(v: float | None) -> str:
+    """``350 ms`` under a second, ``21.3 s`` under 100 s, ``250 s`` above; ``-`` for None."""
+    if v is None:
+        return "-"
+    if v < 1:
+        return f"{v * 1000:.0f} ms"
+    return f"{v:.1f} s" if v < 100 else f"{v:.0f} s"
 
 
 class LatencyWindow:
