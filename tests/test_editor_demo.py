@@ -1,5 +1,5 @@
 """The editor on the simulated node (``mambaconsole --demo``'s first run, which ends OOM), driven
-by Pilot: the pre-flight verdict says that memory is not checked and warns that a run with the
+by Pilot: the pre-flight verdict predicts the memory (issue 18) and warns that a run with the
 same arguments ended OOM (run id and exit code read off the node's run store); the footer shows
 the editor's own keys; one wording for "not given"; the parser's whole help text is shown."""
 
@@ -49,16 +49,21 @@ async def test_preflight_on_the_argv_that_ran_out_of_memory(demo_home):
         assert helps, "the --mamba-backend help is shown whole"
         assert helps[0].size.height >= 2 or len(opt["help"]) <= helps[0].size.width
 
-        # pre-flight the unchanged argv: arguments OK, memory not checked, the OOM run named
+        # pre-flight the unchanged argv: arguments OK, the memory predicted to fail in the Mamba
+        # pool (the issue's numbers for the seed), a cap that fits, and the OOM run named
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
         verdict = str(ed.query_one("#ed-verdict").render())
         assert "PRE-FLIGHT OK" not in verdict
-        assert "SGLang accepts them; memory is not checked" in verdict, verdict
+        assert "SGLang accepts them" in verdict and "memory is not checked" not in verdict, verdict
+        assert "predicted: out of memory allocating the Mamba pool: needs 9.6 GiB, 8.0 free; --max-mamba-cache-size " \
+            in verdict, verdict
         assert f"run {failed.run_id} with these arguments ended: OOM exit {failed.exit_code}" in verdict, verdict
-        # an edited argv is not the one that failed: no warning
+        assert not ed.query_one("#ed-go").disabled  # a warning, not a refusal: relaunch stays possible
+        # an edited argv is not the one that failed: no warning, and it is predicted to fit
         ed.query_one("#f-max_mamba_cache_size").value = "24"
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
         verdict = str(ed.query_one("#ed-verdict").render())
-        assert "memory is not checked" in verdict and "with these arguments ended" not in verdict, verdict
+        assert "with these arguments ended" not in verdict, verdict
+        assert "predicted: fits: " in verdict and "24 Mamba slots, 4 requests" in verdict, verdict

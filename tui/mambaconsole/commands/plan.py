@@ -19,14 +19,18 @@ HELP = ("predict a launch's GPU memory budget before the model loads: weights, M
 
 GIB = B.GIB
 
-#: the flags advice may offer -> the ServerArgs field that must exist on the node's SGLang
-_ADVICE_FLAGS = {"--max-mamba-cache-size": "max_mamba_cache_size",
-                 "--mamba-full-memory-ratio": "mamba_full_memory_ratio",
-                 "--mem-fraction-static": "mem_fraction_static"}
-
 
 class PlanError(ConsoleError):
     """The plan cannot be made (no config, no GPU, resolution failed)."""
+
+
+def make_plan(resolved: dict, facts: dict, *, gpu_memory_gib: float | None = None,
+              gpu_name: str | None = None) -> dict:
+    """:func:`mambaconsole.sglang.budget.plan_from_node`, its errors as :class:`PlanError`."""
+    try:
+        return B.plan_from_node(resolved, facts, gpu_memory_gib=gpu_memory_gib, gpu_name=gpu_name)
+    except B.BudgetError as exc:
+        raise PlanError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,55 +101,6 @@ async def node_facts(node, python: str, model_path: str, env: dict | None = None
     except (IndexError, json.JSONDecodeError):
         tail = res.stderr.decode("utf-8", "replace").strip().splitlines()
         raise PlanError(f"node facts on {node.name} failed: {tail[-1] if tail else 'no output'}") from None
-
-
-def make_plan(resolved: dict, facts: dict, *, gpu_memory_gib: float | None = None,
-              gpu_name: str | None = None) -> dict:
-    """The plan (``--json``'s object, :func:`mambaconsole.sglang.budget.plan_json` plus
-    ``sglang_version``, ``model_path``, ``gpu_name``, ``config_path``) from a resolve result and
-    the node's facts."""
-    fields = {name: f["value"] for name, f in resolved["fields"].items()}
-    config = facts.get("config")
-    if not config:
-        raise PlanError(f"no config.json for --model-path {facts.get('model_path')!r} on the node"
-                        + (f" ({'; '.join(facts.get('errors') or [])})" if facts.get("errors") else ""))
-    try:
-        shape = B.ModelShape.from_config(config)
-    except B.BudgetError as exc:
-        raise PlanError(f"{facts.get('config_path')}: {exc}") from None
-    if facts.get("weights_bytes"):
-        weights, source = int(facts["weights_bytes"]), str(facts["weights_source"])
-    else:
-        weights, source = shape.estimated_weight_bytes(), "estimated"
-    if gpu_memory_gib is not None:
-        total, free, name, planned = int(gpu_memory_gib * GIB), None, gpu_name or f"{gpu_memory_gib:g} GiB GPU", True
-    else:
-        gpus = facts.get("gpus") or []
-        idx = int(fields.get("base_gpu_id") or 0)
-        gpu = next((g for g in gpus if g.get("index") == idx), gpus[0] if gpus else None)
-        if gpu is None:
-            raise PlanError("no GPU readable on the node (NVML, nvidia-smi): plan for one with --gpu-memory-gib N")
-        total, free, name, planned = int(gpu["total_bytes"]), int(gpu["free_bytes"]), gpu["name"], False
-    node = B.NodeFacts(gpu_total_bytes=total, gpu_free_bytes=free, weight_bytes=weights, weights_source=source,
-                       gpu_name=name, planned=planned)
-    rules = B.rules_for(resolved.get("sglang_version"), simulated=bool(resolved.get("simulated")))
-    try:
-        b = B.predict(fields, shape, node, rules)
-        accepted = {flag for flag, field in _ADVICE_FLAGS.items() if field in fields}
-        advice = [] if b.fits and b.risk is None else B.advise(fields, shape, node, rules, accepted)
-    except B.BudgetError as exc:
-        raise PlanError(str(exc)) from None
-    out = B.plan_json(b, advice, node)
-    device = fields.get("device")
-    if planned and device not in (None, "cuda"):
-        src = resolved["fields"].get("mem_fraction_static", {}).get("source")
-        out["notes"].append(f"SGLang resolved these arguments for device {device!r}, not the planned GPU"
-                            + ("" if src in ("cli", "config") else
-                               f": mem_fraction_static={fields.get('mem_fraction_static')} is its default there; "
-                               "give --mem-fraction-static to plan with the GPU's"))
-    out.update({"sglang_version": resolved.get("sglang_version"), "model_path": facts.get("model_path"),
-                "config_path": facts.get("config_path"), "gpu_name": name, "architecture": shape.architecture})
-    return out
 
 
 def render(p: dict[str, Any]) -> str:

@@ -715,10 +715,81 @@ def plan_json(b: Budget, advice: list[Advice], facts: NodeFacts) -> dict[str, An
     }
 
 
+#: the flags advice may offer -> the ServerArgs field that must exist on the node's SGLang
+ADVICE_FLAGS = {"--max-mamba-cache-size": "max_mamba_cache_size",
+                "--mamba-full-memory-ratio": "mamba_full_memory_ratio",
+                "--mem-fraction-static": "mem_fraction_static"}
+
+
+def plan_from_node(resolved: dict, facts: dict, *, gpu_memory_gib: float | None = None,
+              gpu_name: str | None = None) -> dict:
+    """The plan (``mambaconsole plan --json``'s object: :func:`plan_json` plus
+    ``sglang_version``, ``model_path``, ``gpu_name``, ``config_path``, ``architecture``) from a
+    resolve result (the resolver's JSON: ``sglang_version``, ``fields`` name -> {value, source},
+    ``simulated``) and the node's facts (``mambaconsole.agent.node_facts``' JSON). The GPU's
+    free memory before the load is NVML's free minus :data:`CONTEXT_BYTES` (SGLang measures it
+    after creating its CUDA context). Raises :class:`BudgetError` (no config, no GPU)."""
+    fields = {name: f["value"] for name, f in resolved["fields"].items()}
+    config = facts.get("config")
+    if not config:
+        raise BudgetError(f"no config.json for --model-path {facts.get('model_path')!r} on the node"
+                        + (f" ({'; '.join(facts.get('errors') or [])})" if facts.get("errors") else ""))
+    try:
+        shape = ModelShape.from_config(config)
+    except BudgetError as exc:
+        raise BudgetError(f"{facts.get('config_path')}: {exc}") from None
+    if facts.get("weights_bytes"):
+        weights, source = int(facts["weights_bytes"]), str(facts["weights_source"])
+    else:
+        weights, source = shape.estimated_weight_bytes(), "estimated"
+    if gpu_memory_gib is not None:
+        total, free, name, planned = int(gpu_memory_gib * GIB), None, gpu_name or f"{gpu_memory_gib:g} GiB GPU", True
+    else:
+        gpus = facts.get("gpus") or []
+        idx = int(fields.get("base_gpu_id") or 0)
+        gpu = next((g for g in gpus if g.get("index") == idx), gpus[0] if gpus else None)
+        if gpu is None:
+            raise BudgetError("no GPU readable on the node (NVML, nvidia-smi): plan for one with --gpu-memory-gib N")
+        total, name, planned = int(gpu["total_bytes"]), gpu["name"], False
+        free = max(int(gpu["free_bytes"]) - CONTEXT_BYTES, 0)
+    node = NodeFacts(gpu_total_bytes=total, gpu_free_bytes=free, weight_bytes=weights, weights_source=source,
+                       gpu_name=name, planned=planned)
+    rules = rules_for(resolved.get("sglang_version"), simulated=bool(resolved.get("simulated")))
+    b = predict(fields, shape, node, rules)
+    accepted = {flag for flag, field in ADVICE_FLAGS.items() if field in fields}
+    advice = [] if b.fits and b.risk is None else advise(fields, shape, node, rules, accepted)
+    out = plan_json(b, advice, node)
+    device = fields.get("device")
+    if planned and device not in (None, "cuda"):
+        src = resolved["fields"].get("mem_fraction_static", {}).get("source")
+        out["notes"].append(f"SGLang resolved these arguments for device {device!r}, not the planned GPU"
+                            + ("" if src in ("cli", "config") else
+                               f": mem_fraction_static={fields.get('mem_fraction_static')} is its default there; "
+                               "give --mem-fraction-static to plan with the GPU's"))
+    out.update({"sglang_version": resolved.get("sglang_version"), "model_path": facts.get("model_path"),
+                "config_path": facts.get("config_path"), "gpu_name": name, "architecture": shape.architecture})
+    return out
+
+
+
+def one_line(p: Mapping[str, Any]) -> str:
+    """A plan in one line: ``predicted: out of memory allocating the Mamba pool: needs 9.6 GiB,
+    8.0 free; --max-mamba-cache-size 24 fits, 4 requests``."""
+    s = f"predicted: {p['verdict']}"
+    if p.get("weights_source") == "estimated":
+        s += " (weights estimated from config.json)"
+    for a in p.get("advice") or []:
+        flags = " ".join(f"{k} {v}" for k, v in a["flags"].items())
+        s += f"; {flags} fits, {a['max_running_requests']} requests"
+        break
+    return s
+
+
 def with_fields(fields: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
     """A copy of ``fields`` with ``changes`` (for what-ifs)."""
     return {**fields, **changes}
 
 
 __all__ = ["GIB", "ModelShape", "NodeFacts", "Rules", "Budget", "Advice", "BudgetError", "rules_for",
-           "predict", "advise", "plan_json", "graph_range", "strategy_of", "CONTEXT_BYTES", "FAILS_AT"]
+           "predict", "advise", "plan_json", "plan_from_node", "one_line", "graph_range", "strategy_of",
+           "CONTEXT_BYTES", "FAILS_AT", "ADVICE_FLAGS"]

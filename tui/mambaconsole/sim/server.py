@@ -65,6 +65,8 @@ def sim_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--sim-resolve", action="store_true",
                    help="print the pre-flight resolve JSON of SGLANG_ARGS (mambaconsole resolve --json shape) and exit")
     p.add_argument("--sim-params", action="store_true", help="print the simulated parser's option metadata as JSON and exit")
+    p.add_argument("--sim-facts", action="store_true",
+                   help="print the node facts a memory plan reads (mambaconsole.agent.node_facts' JSON) and exit")
     p.add_argument("--sim-help", action="help", help="show the simulator's own options")
     return p
 
@@ -665,9 +667,27 @@ def _graph_batch_sizes(max_bs: int) -> list[int]:
     return out or [1]
 
 
+def sim_node_facts(model: HybridModel, gpu: SimGPU) -> dict:
+    """What ``mambaconsole.agent.node_facts`` reads on a node, for the simulated one: the model's
+    config.json, its weights' bytes, the idle GPU (free = total; SGLang's CUDA context comes
+    out of it at launch)."""
+    return {"model_path": model.name, "config_path": None, "config": model.config_json(),
+            "weights_bytes": model.weight_bytes, "weights_source": "safetensors", "weights_files": 0,
+            "gpus": [{"index": 0, "name": gpu.name, "total_bytes": gpu.total_bytes, "free_bytes": gpu.total_bytes}],
+            "gpu_source": "simulated", "errors": [], "simulated": True}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sim, rest = sim_arg_parser().parse_known_args(argv)
+    if sim.sim_facts:
+        try:
+            gpu = SimGPU.parse(sim.sim_gpu)
+        except ValueError as exc:
+            print(f"python -m mambaconsole.sim: error: {exc}", file=sys.stderr)
+            return 2
+        sys.stdout.write(json.dumps(sim_node_facts(QWEN36_27B, gpu)) + "\n")
+        return 0
     if sim.sim_resolve or sim.sim_params:
         from mambaconsole.sim import preflight
 

@@ -37,6 +37,7 @@ from textual.screen import ModalScreen
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
+from mambaconsole.sglang.budget import one_line, plan_from_node
 from mambaconsole.sglang.load_checks import max_mamba_cache_size_at_load
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
@@ -441,8 +442,17 @@ class EditorScreen(ModalScreen[list[str] | None]):
                          f" in {e.get('function')}", "dim")
             else:
                 t.append("ARGUMENTS OK", "bold reverse green")
-                t.append("  — SGLang accepts them; memory is not checked", "bold")
+                plan = res.get("memory_plan")
+                if plan is None:
+                    why = res.get("memory_plan_error")
+                    t.append("  — SGLang accepts them; memory is not checked" + (f" ({why})" if why else ""), "bold")
+                else:
+                    t.append("  — SGLang accepts them", "bold")
                 t.append(f"  ·  SGLang {res.get('sglang_version', '?')} will use:\n")
+                if plan is not None:
+                    warn = self.app.theme_variables.get("error" if not plan["fits"] else "success", "yellow")
+                    t.append(("  ⚠ " if not plan["fits"] or plan.get("risk") else "  ") + one_line(plan) + "\n",
+                             f"bold {warn}" if not plan["fits"] else "")
                 fields = res.get("fields") or {}
                 for warn in self.same_args_warnings + self._load_warnings(res):
                     t.append(f"  ⚠ {warn}\n", f"bold {self.app.theme_variables.get('warning', 'yellow')}")
@@ -523,10 +533,22 @@ class EditorScreen(ModalScreen[list[str] | None]):
     async def _preflight(self, args: list[str]) -> None:
         try:
             res = await self.feed.resolve(args)
+            if res.get("ok"):
+                res = {**res, **await self._memory_plan(res)}
             self.same_args_warnings = await self._same_args_failures(args)
             self.post_message(M.PreflightDone(args, res))
         except Exception as exc:
             self.post_message(M.PreflightDone(args, None, str(exc)))
+
+    async def _memory_plan(self, res: dict) -> dict:
+        """``{"memory_plan": ...}`` (:func:`mambaconsole.sglang.budget.plan_from_node` on the
+        node's facts), or ``{"memory_plan_error": why}``."""
+        try:
+            model = str((res["fields"].get("model_path") or {}).get("value") or "")
+            facts = await self.feed.node_facts(model, self.prefix + self.args)
+            return {"memory_plan": plan_from_node(res, facts)}
+        except Exception as exc:  # noqa: BLE001 - the arguments' verdict stands without it
+            return {"memory_plan_error": str(exc)[:200]}
 
     async def _same_args_failures(self, args: list[str]) -> list[str]:
         """Warnings for earlier runs of these args that ended OOM or crashed. A run's outcome:

@@ -144,6 +144,7 @@ class Feed:
         #: owns the connection: its status is what the header shows; streams resume through it
         self.link = Supervisor(node, clock=clock)
         self._warm = None
+        self._facts: dict[str, dict] = {}  # node facts per model path (node_facts)
         self._http = None  # httpx.AsyncClient, made on the first request
         self._latency = None  # sglang.latency.LatencyWindow over the /metrics polls
         self._local_port: dict[int, int] = {}
@@ -389,6 +390,29 @@ class Feed:
         if self.is_sim:
             return await self._sim_json(["--sim-resolve", *args])
         return await self.warm_resolver().resolve(list(args))
+
+    async def node_facts(self, model_path: str, args: list[str] | None = None) -> dict:
+        """What a memory plan reads on the node (``mambaconsole.agent.node_facts``' JSON): the
+        model's config.json and weights' bytes, the GPUs' memory; the simulated node answers
+        ``--sim-facts`` for its model and GPU (``args``: the run's, for ``--sim-gpu``). Cached
+        per model path for the session."""
+        cache = self._facts
+        if model_path in cache:
+            return cache[model_path]
+        if self.is_sim:
+            gpu = flag_value(args or [], "--sim-gpu")
+            facts = await self._sim_json(["--sim-facts"] + (["--sim-gpu", gpu] if gpu else []))
+        else:
+            from mambaconsole.node.runs import agent_script
+
+            r = await self.node.run([self.settings.python, "-u", "-", model_path], input=agent_script("node_facts.py"),
+                                    env=self.settings.env or None, timeout=60)
+            try:
+                facts = json.loads(r.out.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                raise ConsoleError(f"node facts failed: {(r.err.strip().splitlines() or ['no output'])[-1]}") from None
+        cache[model_path] = facts
+        return facts
 
     async def params(self, args: list[str] | None = None) -> list[dict]:
         """The node's SGLang parser options (option_strings, dest, default, choices, type,
