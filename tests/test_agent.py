@@ -174,9 +174,17 @@ async def test_missing_log_waits_then_follows(tmp_path):
 
 
 async def test_gpu_samples_stream_at_interval(tmp_path):
+    """GPU samples come every ``interval`` seconds, measured on their own timestamps: never
+    sooner (no busy loop), and not at some other pace (the median gap is the interval, with
+    room for a loaded machine)."""
     f = tmp_path / "gpu.json"
     f.write_text(json.dumps({"gpus": [], "simulated": True}))
+    interval = 0.3
     async with LocalNode() as node:
-        c = Collector(node, python=sys.executable, sim_file=str(f), interval=0.05)
-        await c.wait(lambda c: sum(r["type"] == "gpu" for r in c.records) >= 3)
+        c = Collector(node, python=sys.executable, sim_file=str(f), interval=interval)
+        await c.wait(lambda c: sum(r["type"] == "gpu" for r in c.records) >= 8)
         await c.stop()
+    times = [r["time"] for r in c.records if r["type"] == "gpu"]
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    assert gaps[0] >= interval * 0.9, gaps
+    assert gaps[len(gaps) // 2] <= interval + 0.25, gaps

@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mambaconsole.cli import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,9 +17,27 @@ def test_version_flag(capsys):
     assert "mambaconsole" in capsys.readouterr().out
 
 
-def test_every_subcommand_module_is_named_in_the_package():
-    for name, module in COMMANDS.items():
-        assert module == f"mambaconsole.commands.{name}"
+def test_every_subcommand_imports_and_answers_help(capsys):
+    """Each command module of the package is in COMMANDS and each one imports and prints its
+    own --help through the entry point (a module missing, broken or not wired fails here)."""
+    package = ROOT / "tui" / "mambaconsole" / "commands"
+    modules = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
+    assert set(COMMANDS) == modules
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as done:
+            main([name, "--help"])
+        out = capsys.readouterr().out
+        assert done.value.code == 0, name
+        assert out.startswith(f"usage: mambaconsole {name}"), out
+
+
+def test_a_mistyped_subcommand_is_not_taken_for_a_host(capsys):
+    """``mambaconsole doctr`` tried to SSH to a host 'doctr': it names the command instead,
+    and how to mean a host of that name."""
+    assert main(["doctr"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'doctor'?" in err and "mambaconsole -- doctr" in err
+    assert main(["inspct", "x.log"]) == 2 and "'inspect'" in capsys.readouterr().err
 
 
 def test_readme_names_the_test_command_that_ci_runs():

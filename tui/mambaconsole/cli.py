@@ -19,6 +19,7 @@ Errors derived from :class:`mambaconsole.errors.ConsoleError` are printed as one
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -47,6 +48,17 @@ def _load(name: str):
         if exc.name == COMMANDS[name]:
             return None
         raise
+
+
+def mistyped_command(word: str) -> str | None:
+    """The subcommand ``word`` is a likely typo of (``doctr`` → ``doctor``; :func:`difflib.get_close_matches`,
+    ratio >= 0.75), when ``word`` is a bare name (a host given as ``user@host``, ``host:port``, a
+    dotted name or ``local`` is never one); else None. ``mambaconsole -- NAME`` always opens the
+    console on host NAME."""
+    if not word or word.startswith("-") or word == "local" or any(c in word for c in "@:./"):
+        return None
+    near = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 def _console_parser() -> argparse.ArgumentParser:
@@ -94,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # the command's interactive form lives in ui/ (the command module stays Textual-free)
                 return int(importlib.import_module(screen).run(args) or 0)
             return int(module.run(args) or 0)
+        if argv and (near := mistyped_command(argv[0])) is not None:
+            print(f"mambaconsole: error: '{argv[0]}' is not a subcommand; did you mean '{near}'? "
+                  f"(mambaconsole {near} --help; a host of that name: mambaconsole -- {argv[0]})", file=sys.stderr)
+            return 2
         args = _console_parser().parse_args(argv)
         try:
             from mambaconsole.ui import app as ui_app
