@@ -33,6 +33,7 @@ import argparse
 import json
 import sys
 
+from mambaconsole.bounded import regular_file
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang.events import TorchOom
 from mambaconsole.sglang.inspect import KINDS, details, detect_kind, inspect_log_lines, inspect_text, per_rank_memory
@@ -171,6 +172,10 @@ def _finite(v):
 #: pasted report's quoted messages need it whole); a longer log streams through the run fold
 #: line by line (memory bounded by what the fold keeps), the other kinds are read whole
 HEAD_BYTES = 1 << 20
+#: a physical log line longer than this is cut there (SGLang's longest, a ServerArgs dump: ~10 KiB)
+MAX_LINE_BYTES = 8 << 20
+#: bytes of a /metrics body, server info or GPU table read at most (real ones: well under 1 MiB)
+WHOLE_BYTES = 64 << 20
 
 
 def _log_lines(f, head: bytes):
@@ -178,10 +183,19 @@ def _log_lines(f, head: bytes):
     already (bytes, newline removed)."""
     rest = b""
     buf = head
+    skipping = False  # inside a line longer than MAX_LINE_BYTES: its rest is dropped
     while True:
         parts = (rest + buf).split(b"\n")
         rest = parts.pop()
+        if skipping and parts:
+            parts.pop(0)
+            skipping = False
         yield from parts
+        if len(rest) > MAX_LINE_BYTES and not skipping:  # /dev/zero on stdin: never one unbounded line
+            yield rest[:MAX_LINE_BYTES]
+            rest, skipping = b"", True
+        elif skipping:
+            rest = b""
         buf = f.read(1 << 20)
         if not buf:
             break
@@ -195,7 +209,10 @@ def _inspect(args: argparse.Namespace, n: int | None):
         f = sys.stdin.buffer
     else:
         try:
+            regular_file(args.file)  # a FIFO would hang the open, /dev/zero never ends
             f = open(args.file, "rb")
+        except ValueError as exc:
+            raise ConsoleError(str(exc)) from None
         except FileNotFoundError:
             raise ConsoleError(f"{args.file}: no such file") from None
         except IsADirectoryError:
@@ -211,8 +228,12 @@ def _inspect(args: argparse.Namespace, n: int | None):
             return result, text, None
         head += more
         kind = args.kind or detect_kind(head.decode("utf-8", "replace"))
-        if kind != "log":  # /metrics, server info, GPU tables: read whole
-            text = (head + f.read()).decode("utf-8", "replace")
+        if kind != "log":  # /metrics, server info, GPU tables: read whole, up to WHOLE_BYTES
+            body = head + f.read(WHOLE_BYTES + 1 - len(head))
+            if len(body) > WHOLE_BYTES:
+                raise ConsoleError(f"{args.file}: a {kind.replace('_', ' ')} longer than {WHOLE_BYTES >> 20} MiB: "
+                                   "not read (no real one is this long; --kind log reads it as a log)")
+            text = body.decode("utf-8", "replace")
             return inspect_text(text, kind=kind, what_if_slots=n), text, None
         result, summary = inspect_log_lines(_log_lines(f, head), forced=args.kind == "log", what_if_slots=n)
         return result, None, summary

@@ -175,16 +175,18 @@ class PythonWarning(Event):
 
 
 def _num(v: str | None) -> float | None:
+    """A logged number, or None: not a number, or not finite (``1e400`` overflows to inf,
+    ``nan``): no log line of SGLang's prints such a value, so it says nothing."""
     if v is None:
         return None
     try:
-        return float(v)
+        x = float(v)
     except ValueError:
-        pass
-    try:
-        return float(v.strip().rstrip("%"))
-    except ValueError:
-        return None
+        try:
+            x = float(v.strip().rstrip("%"))
+        except ValueError:
+            return None
+    return x if x - x == 0.0 else None  # finite (inf - inf and nan - nan are nan)
 
 
 def _int(v: str | None) -> int | None:

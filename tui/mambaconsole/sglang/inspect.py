@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from mambaconsole.bounded import JsonTooDeep, json_loads
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang import events as E
 from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table, process_panels
@@ -53,7 +54,9 @@ def detect_kind(text: str) -> str:
     s = text.lstrip()
     if s.startswith("{"):
         try:
-            obj = json.loads(s)
+            obj = json_loads(s)
+        except JsonTooDeep:
+            return "server_info"  # an object, too deep: parse_server_info says so
         except ValueError:
             obj = None
         if isinstance(obj, dict):
@@ -324,9 +327,9 @@ def _refuse_other_json(text: str) -> None:
     (:func:`~mambaconsole.sglang.server_info.looks_like_server_info`: ``model_path`` and
     ``tp_size``, or ``internal_states``), e.g. a run's ``status.json``, naming its first keys."""
     try:
-        obj = json.loads(text)
+        obj = json_loads(text)
     except ValueError:
-        return  # not JSON at all: parse_server_info says so
+        return  # not JSON at all, or too deep: parse_server_info says so
     if isinstance(obj, dict) and not looks_like_server_info(obj):
         keys = list(obj)[:8]
         raise ConsoleError("JSON, but not SGLang's server info (/server_info, /get_server_info): it has neither "

@@ -83,7 +83,7 @@ class MetricsSnapshot:
         return name in self.samples
 
     def value(self, name: str) -> float | None:
-        """The rank-0 value of a metric by its full name; None when absent or NaN."""
+        """The rank-0 value of a metric by its full name; None when absent, NaN or infinite."""
         rows = self.samples.get(name)
         if not rows:
             return None
@@ -94,8 +94,8 @@ class MetricsSnapshot:
                 break
         if pick is None:
             pick = rows[0][1]
-        if pick is None or (isinstance(pick, float) and math.isnan(pick)):
-            return None
+        if pick is None or (isinstance(pick, float) and not math.isfinite(pick)):
+            return None  # NaN: no data; +-inf (a sample like 1e400): no usable value either
         return pick
 
     def __getattr__(self, attr: str) -> Any:
@@ -109,7 +109,7 @@ class MetricsSnapshot:
         rows = self.samples.get("sglang:graph_memory_usage_gb")
         if not rows:
             return None
-        vals = [v for labels, v in rows if labels.get("tp_rank", "0") == "0" and not math.isnan(v)]
+        vals = [v for labels, v in rows if labels.get("tp_rank", "0") == "0" and math.isfinite(v)]
         return round(sum(vals), 6) if vals else None
 
     @property

@@ -17,10 +17,10 @@ disagreements are listed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mambaconsole.bounded import json_loads
 from mambaconsole.errors import ConsoleError
 
 __all__ = ["ServerInfo", "MemoryUsage", "parse_server_info", "ENDPOINTS", "endpoints_for", "looks_like_server_info"]
@@ -137,10 +137,11 @@ def looks_like_server_info(obj: Any) -> bool:
 
 def parse_server_info(data: str | bytes | dict) -> ServerInfo:
     """Parse the JSON body. Raises :class:`~mambaconsole.errors.ConsoleError` when it is
-    not JSON or not an object."""
+    not JSON (nested deeper than :data:`mambaconsole.bounded.MAX_JSON_DEPTH`, a number out of
+    range included) or not an object."""
     if isinstance(data, (str, bytes)):
         try:
-            obj = json.loads(data)
+            obj = json_loads(data)
         except ValueError as exc:
             raise ConsoleError(f"server info is not JSON: {exc}") from None
     else:

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.state import Connection, ConsoleState, LogLines, Phase, Resolution, RunInfo
+from mambaconsole.state import Connection, ConsoleState, LogLines, Phase, Resolution, RunInfo, ServerInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.footer import KeyFooter
@@ -318,6 +318,9 @@ class ConsoleApp(App[int]):
                 if info.data is not None:
                     self._info_at[rid] = time.monotonic()
                 self.post_message(M.Fed(info))
+        except Exception as exc:  # noqa: BLE001 - a failing /server_info never stops /metrics
+            self.post_message(M.Fed(ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200])))
+        try:
             self.post_message(M.Fed(await self.feed.metrics(port), poll="http"))
         except Exception as exc:
             self._lost("http", exc)

@@ -79,6 +79,12 @@ def flag_value(argv, flag: str) -> str | None:
     return None
 
 
+#: bytes of a /server_info answer read at most (SGLang's: 10-60 KiB)
+SERVER_INFO_BYTES = 4 << 20
+#: bytes of a /metrics body read at most (SGLang's, histograms included: well under 1 MiB)
+METRICS_BYTES = 16 << 20
+
+
 def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -324,41 +330,60 @@ class Feed:
                 return int(v)
         return self.settings.port
 
-    async def _get(self, port: int, path: str):
-        """``httpx.Response`` of GET ``path`` on the node's ``port`` (forwarded)."""
+    async def _get_body(self, port: int, path: str, limit: int) -> tuple[int, bytes]:
+        """(status, body) of GET ``path``, reading at most ``limit`` bytes: ValueError (one
+        line) for a longer body, which is not read further."""
         import httpx
 
         if port not in self._local_port:
             self._local_port[port] = await self.node.forward_port(port)
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=5.0)
-        return await self._http.get(f"http://127.0.0.1:{self._local_port[port]}{path}")
+        async with self._http.stream("GET", f"http://127.0.0.1:{self._local_port[port]}{path}") as r:
+            body = bytearray()
+            async for chunk in r.aiter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    raise ValueError(f"{path} answered more than {limit >> 20} MiB: not read")
+            return r.status_code, bytes(body)
 
     async def server_info(self, port: int) -> ServerInfo:
+        """A poll of ``/server_info`` (``/get_server_info`` before 0.5.x): its JSON object, or
+        ``error`` (one line) when it did not answer, answered more than SERVER_INFO_BYTES,
+        nested deeper than :data:`mambaconsole.bounded.MAX_JSON_DEPTH`, or answered JSON that
+        is not an object (a list, a string, a number)."""
         import httpx
 
+        from mambaconsole.bounded import json_loads
+
         try:
-            r = await self._get(port, "/server_info")
-            if r.status_code == 404:
-                r = await self._get(port, "/get_server_info")
-            r.raise_for_status()
-            return ServerInfo(r.json(), t=self.clock())
-        except (httpx.HTTPError, ValueError) as exc:
+            status, body = await self._get_body(port, "/server_info", SERVER_INFO_BYTES)
+            if status == 404:
+                status, body = await self._get_body(port, "/get_server_info", SERVER_INFO_BYTES)
+            if status >= 400:
+                return ServerInfo(None, error=f"HTTP {status}", t=self.clock())
+            data = json_loads(body)
+            if not isinstance(data, dict):
+                return ServerInfo(None, error=f"answered a JSON {type(data).__name__}, not an object", t=self.clock())
+            return ServerInfo(data, t=self.clock())
+        except (httpx.HTTPError, ValueError, UnicodeDecodeError) as exc:
             return ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 
     async def metrics(self, port: int) -> MetricsSnapshot:
         """``/metrics`` through :func:`mambaconsole.sglang.metrics.parse_metrics` (the rank-0
-        series of each metric; NaN is "no data" and left out)."""
+        series of each metric; NaN is "no data" and left out); a body longer than
+        METRICS_BYTES is an error, not read."""
         import httpx
 
         from mambaconsole.sglang.metrics import parse_metrics
 
         try:
-            r = await self._get(port, "/metrics")
-            if r.status_code == 404:
+            status, body = await self._get_body(port, "/metrics", METRICS_BYTES)
+            if status == 404:
                 return MetricsSnapshot({}, error="metrics disabled (404)", t=self.clock())
-            r.raise_for_status()
-            snap = parse_metrics(r.text)
+            if status >= 400:
+                return MetricsSnapshot({}, error=f"HTTP {status}", t=self.clock())
+            snap = parse_metrics(body)
             values = {name: v for name in snap.samples if (v := snap.value(name)) is not None}
             if self._latency is None:
                 from mambaconsole.sglang.latency import LatencyWindow
@@ -366,7 +391,7 @@ class Feed:
                 self._latency = LatencyWindow()
             self._latency.add(self.clock(), snap)
             return MetricsSnapshot(values, t=self.clock(), latency=self._latency.latency())
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ValueError) as exc:
             return MetricsSnapshot({}, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 
     # ----------------------------------------------------------------- resolver
