@@ -55,9 +55,9 @@ async def test_rows_disagreement_and_differences():
         assert second[0] == "!" and second[4] == "dead" and second[3] == "healthy"
         notes = str(app.query_one("#fleet-notes").render())
         assert f"! {D}: health: router says healthy, engine says dead (connection refused)" in notes
-        args = app.query_one("#fleet-args")
-        assert [str(c.label) for c in args.columns.values()][:4] == ["field", "between", "gpu-a:30000", "gpu-b:30001"]
-        assert [str(c) for c in args.get_row_at(0)][:4] == ["mamba_ssm_dtype", "prefill/decode", "'float32'", "'bfloat16'"]
+        table = app.args_table
+        assert list(table[0][:4]) == ["field", "between", "gpu-a:30000", "gpu-b:30001"]
+        assert list(table[1][:4]) == ["mamba_ssm_dtype", "prefill/decode", "'float32'", "'bfloat16'"]
         status = str(app.query_one("#fleet-status").render())
         assert "2 workers · 1 disagreements · TTFT/ITL over the last 60 s" in status
 
@@ -115,3 +115,15 @@ async def test_a_failed_poll_is_shown_and_the_next_one_still_comes():
         assert "poll failed: RuntimeError: boom" in str(app.query_one("#fleet-status").render())
         await pilot.pause(0.5)
         assert fleet.polls >= 2 and app.query_one("#fleet-table").row_count == 2
+
+
+def test_fleet_screen_snapshot(snap_compare):
+    """120x40: the dead decode worker marked and in the error colour, its disagreement in words,
+    the SSM dtype difference side by side (looked at as PNG when the baseline was made)."""
+    app = FleetApp(StubFleet(_snapshot()), poll_s=3600)
+
+    async def settle(pilot):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=settle)

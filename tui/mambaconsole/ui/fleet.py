@@ -38,7 +38,7 @@ class FleetApp(App[tuple[str, int | None] | None]):
     #fleet-table { height: auto; max-height: 50%; }
     #fleet-notes { padding: 0 1; height: auto; }
     #fleet-args-title { padding: 0 1; height: 1; text-style: bold; }
-    #fleet-args { height: auto; max-height: 50%; }
+    #fleet-args { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
     BINDINGS = [
         Binding("enter", "open", "Open console"),
@@ -51,6 +51,7 @@ class FleetApp(App[tuple[str, int | None] | None]):
         self.fleet = fleet
         self.poll_s = poll_s
         self.snapshot: Snapshot | None = None
+        self.args_table = None  # the ServerArgs differences shown: header and rows of cell texts
         self._polls = 0
         from mambaconsole.ui.themes import load_themes
 
@@ -68,7 +69,7 @@ class FleetApp(App[tuple[str, int | None] | None]):
         with VerticalScroll():
             yield Static("", id="fleet-notes")
             yield Static("", id="fleet-args-title")
-            yield DataTable(id="fleet-args", cursor_type="row", show_cursor=False)
+            yield Static("", id="fleet-args")
         yield KeyFooter()
 
     async def on_mount(self) -> None:
@@ -138,21 +139,32 @@ class FleetApp(App[tuple[str, int | None] | None]):
         """The ServerArgs differences side by side: one row per field, one column per worker
         (the ones that matter first, in the warning colour; the others dimmed)."""
         title = self.query_one("#fleet-args-title", Static)
-        args = self.query_one("#fleet-args", DataTable)
+        box = self.query_one("#fleet-args", Static)
         names = [w.url for w in snap.workers if w.args is not None]
         if not snap.differences:
             title.update("ServerArgs: no differences between the workers that answered" if names else "")
-            args.display = False
+            box.update("")
+            self.args_table = None
             return
         title.update("ServerArgs differences (the ones that matter first)")
-        args.display = True
-        args.clear(columns=True)
-        args.add_columns("field", "between", *(n.split("://", 1)[-1] for n in names), "why")
+        head = ("field", "between", *(n.split("://", 1)[-1] for n in names), "why")
+        rows = []
         for d in snap.differences:
             vals = dict(d.values)
-            style = f"bold {warn}" if d.matters else "dim"
-            cells = [d.field, d.between, *("" if n not in vals else repr(vals[n]) for n in names), d.why]
-            args.add_row(*(Text(c, style=style, no_wrap=True, overflow="ellipsis") for c in cells))
+            rows.append(((d.field, d.between, *("" if n not in vals else repr(vals[n]) for n in names), d.why),
+                         f"bold {warn}" if d.matters else "dim"))
+        widths = [max(len(r[i]) for r in [head] + [c for c, _ in rows]) for i in range(len(head) - 1)]
+
+        def line(cells) -> str:
+            return "  ".join(c.ljust(w) for c, w in zip(cells, widths)) + "  " + cells[-1]
+
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(line(head) + "\n", style="bold")
+        for cells, style in rows:
+            text.append(line(cells) + "\n", style=style)
+        text.rstrip()
+        box.update(text)
+        self.args_table = [head] + [c for c, _ in rows]  # what the box shows (tests read it)
 
     def action_open(self) -> None:
         snap = self.snapshot
