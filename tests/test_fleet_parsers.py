@@ -173,6 +173,8 @@ def test_targets(text, kind):
     assert parse_target(text).kind == kind
 
 
-def test_bad_target_is_a_clear_error():
-    with pytest.raises(ConsoleError, match="not a router URL"):
-        parse_target("some/path")
+@pytest.mark.parametrize("text,message", [("some/path", "not a router URL"), ("http://h:99999", "not a valid port"),
+                                          ("http://h:x", "not a valid port"), ("http://:30000", "needs a host")])
+def test_bad_target_is_a_clear_error(text, message):
+    with pytest.raises(ConsoleError, match=message):
+        parse_target(text)

@@ -56,8 +56,12 @@ def parse_target(text: str) -> Target:
     """``http(s)://...`` → a router; anything else → a host of the settings."""
     if text.startswith(("http://", "https://")):
         parts = urlsplit(text)
-        if not parts.hostname or parts.port is None and parts.scheme == "http" and ":" not in parts.netloc:
-            raise ConsoleError(f"{text}: a router URL needs a host and a port, e.g. http://127.0.0.1:30000")
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+        except ValueError:
+            raise ConsoleError(f"{text}: not a valid port in the router URL") from None
+        if not parts.hostname:
+            raise ConsoleError(f"{text}: a router URL needs a host, e.g. http://127.0.0.1:30000")
         return Target("router", url=text.rstrip("/"))
     if not text or "/" in text:
         raise ConsoleError(f"{text!r}: not a router URL (http://HOST:PORT) nor a host name")
