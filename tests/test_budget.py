@@ -147,3 +147,35 @@ def test_rules_by_version():
     assert B.rules_for("0.5.13.post1").version == "0.5.11"
     assert B.rules_for("0.5.20").version == "0.5.23"
     assert B.rules_for(None).version == "0.5.23"
+
+
+def _inspect_json(*args: str) -> dict:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", *args, "--json"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_inspect_predicts_a_real_boot_beside_its_log():
+    r = _inspect_json(str(CPU / "real-0.5.23" / "qnext_server.log"), "--config", str(CPU / "qwen3next-tiny.config.json"))
+    rows = {what: (p, logged) for what, p, logged in r["prediction"]["rows"]}
+    # logged: 'max_mamba_cache_size: 32', '#tokens: 4096', 'max_running_requests=8'
+    assert rows["max_mamba_cache_size"] == (32, 32)
+    assert rows["KV #tokens"] == (4096, 4096)
+    assert rows["max_running_requests"] == (8, 8)
+    assert rows["outcome"] == ("fits", "ready")
+    assert r["prediction"]["rules"] == "0.5.23"
+
+
+def test_inspect_prediction_needs_a_log_with_the_dump(tmp_path):
+    import subprocess
+    import sys
+
+    log = tmp_path / "x.log"
+    log.write_text("[2026-12-01 13:25:19] Load weight begin. avail mem=19.98 GB\n")
+    out = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(log), "--kind", "log", "--config",
+                          str(CPU / "qwen3next-tiny.config.json")], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "no ServerArgs dump" in out.stderr

@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=KINDS, help="skip detection: read the file as this kind")
     parser.add_argument("--what-if-mamba-slots", type=int, metavar="N",
                         help="also show what --max-mamba-cache-size N would give (concurrency, freed GB, KV tokens)")
+    parser.add_argument("--config", metavar="CONFIG_JSON",
+                        help="a log: also predict its boot's memory budget from the model's config.json "
+                             "(SGLang's sizing rules) and show it beside what the log said (key 'prediction')")
+    parser.add_argument("--sglang-version", metavar="V", help="with --config: the sizing rules' version when the log "
+                                                                "does not say (default: the newest known)")
+    parser.add_argument("--sim-rules", action="store_true",
+                        help="with --config: the log came from mambaconsole.sim (its extra_buffer model)")
 
 
 def _num(v, unit: str = "") -> str:
@@ -155,6 +162,13 @@ def _cell(v) -> str:
     return str(v) if isinstance(v, int) else f"{v:g}"
 
 
+def _pcell(v) -> str:
+    """A prediction row's value: numbers as _cell, a [low, high] range, text as is."""
+    if isinstance(v, list):
+        return "-".join(_pcell(x) for x in v)
+    return v if isinstance(v, str) else _cell(v)
+
+
 def _finite(v):
     """JSON has no NaN/Infinity: such values (e.g. inside a ServerArgs dump) become null."""
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
@@ -242,16 +256,44 @@ def _inspect(args: argparse.Namespace, n: int | None):
             f.close()
 
 
+def _prediction(args: argparse.Namespace, result: dict) -> dict | None:
+    """``--config``: :func:`mambaconsole.sglang.budget.versus_log` for the log's boot."""
+    path = getattr(args, "config", None)
+    if path is None:
+        return None
+    from mambaconsole.sglang import budget
+
+    if result.get("kind") != "log":
+        raise ConsoleError(f"--config predicts a boot from a server log; {args.file} reads as {result.get('kind')}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ConsoleError(f"--config {path}: {exc}") from None
+    try:
+        return budget.versus_log(result, config, version=args.sglang_version, simulated=args.sim_rules)
+    except budget.BudgetError as exc:
+        raise ConsoleError(f"--config: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     n = getattr(args, "what_if_mamba_slots", None)
     if n is not None and n < 1:
         raise ConsoleError(f"--what-if-mamba-slots {n}: needs at least 1 slot")
     result, text, summary = _inspect(args, n)
+    pred = _prediction(args, result)
+    if pred is not None:
+        result["prediction"] = pred
     if args.json:
         print(json.dumps(_finite(result), allow_nan=False))
         return 0
     src = summary if summary is not None else text
     print(_human(result, details(src, result["kind"])))
+    if pred is not None:
+        print(f"prediction (SGLang {pred['version'] or 'version not stated'}: sizing rules of {pred['rules']}"
+              + (", simulator's" if pred["simulated_rules"] else "") + ") vs the log:")
+        for what, p, logged in pred["rows"]:
+            print(f"  {what:38s} predicted {_pcell(p):<28} log {_pcell(logged)}")
     if result["kind"] == "log":
         ranks = per_rank_memory(src)
         if len(ranks) > 1:

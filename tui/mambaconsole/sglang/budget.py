@@ -545,6 +545,7 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
 
     avail = int(rest * GIB)
     tokens = (avail // cell) // page * page if avail > 0 and cell else 0
+    context_len = int(f.get("context_length") or model.context_len)  # ModelConfig.context_len
     user_cap = f.get("max_total_tokens")
     if user_cap is not None and tokens > 0:
         tokens = min(tokens, int(user_cap)) // page * page
@@ -552,11 +553,11 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
 
     if tokens > 0:
         if mrr_cfg is not None and not rules.new:
-            mrr = min(int(mrr_cfg), _estimate_reqs(tokens, model.context_len))
+            mrr = min(int(mrr_cfg), _estimate_reqs(tokens, context_len))
         elif mrr_cfg is not None:
             mrr = min(max(1, int(mrr_cfg)), tokens // 2)
         else:
-            mrr = min(_estimate_reqs(tokens, model.context_len), tokens // 2)
+            mrr = min(_estimate_reqs(tokens, context_len), tokens // 2)
         if model.hybrid and size is not None:
             cap = size // ratio
             b.capped_by_mamba = cap < mrr
@@ -772,6 +773,58 @@ def plan_from_node(resolved: dict, facts: dict, *, gpu_memory_gib: float | None 
 
 
 
+def versus_log(report: Mapping[str, Any], config: Mapping[str, Any], *, version: str | None = None,
+               simulated: bool = False) -> dict[str, Any]:
+    """What the budget predicts for a boot a log records, side by side with what the log said.
+
+    ``report``: ``mambaconsole inspect --json``'s object for the log (``server_args`` = the
+    ServerArgs dump, ``memory_gb.weights`` and ``avail_after_load`` = the "Load weight end"
+    line, ``failure.oom`` = the CUDA OOM message's numbers, ``mamba_slots``, ``concurrency``,
+    ``capacity.kv_tokens``); ``config``: the model's config.json. The prediction's facts are
+    the log's own (free memory before the weights = after + weights; the GPU's total from the
+    OOM message, else that free memory), so a difference is the sizing rules', not the node's.
+    Returns ``{"prediction": plan_json(...), "rows": [[what, predicted, logged], ...],
+    "rules", "version"}``; raises :class:`BudgetError` when the log lacks the ServerArgs dump or
+    the weights line."""
+    fields = report.get("server_args")
+    mem = report.get("memory_gb") or {}
+    if not isinstance(fields, Mapping) or not fields:
+        raise BudgetError("the log has no ServerArgs dump to predict from")
+    if mem.get("weights") is None or mem.get("avail_after_load") is None:
+        raise BudgetError("the log has no 'Load weight end' line (weights, free memory) to predict from")
+    shape = ModelShape.from_config(config)
+    tp = int(fields.get("tp_size") or 1) * int(fields.get("pp_size") or 1)
+    pre = float(mem["avail_after_load"]) + float(mem["weights"])
+    oom = ((report.get("failure") or {}).get("oom") or {})
+    total = float(oom.get("capacity_gib") or pre)
+    facts = NodeFacts(gpu_total_bytes=int(total * GIB), gpu_free_bytes=int(pre * GIB),
+                      weight_bytes=int(float(mem["weights"]) * GIB) * tp, weights_source="log")
+    v = version or report.get("sglang_version")
+    rules = rules_for(v, simulated=simulated)
+    b = predict(fields, shape, facts, rules)
+    logged_fail = None
+    if report.get("outcome") in ("oom", "crashed") and (report.get("failure") or {}).get("exception"):
+        f = report["failure"]
+        logged_fail = f["exception"] + (f": tried {oom['tried_gib']} GiB, {oom['free_gib']} free" if oom else "")
+    cap = report.get("capacity") or {}
+    conc = report.get("concurrency") or {}
+    g = lambda n: round(n / GIB, 2)  # noqa: E731
+    rows = [
+        ["outcome", "fits" if b.fits else f"fails at {b.fails_at}", report.get("outcome")],
+        ["failure", None if b.fits else (b.error or f"CUDA OOM: needs {g(b.need_bytes)} GiB, {g(b.free_bytes)} free"),
+         logged_fail],
+        ["max_mamba_cache_size", b.max_mamba_cache_size, report.get("mamba_slots")],
+        ["KV #tokens", b.kv_tokens or None, cap.get("kv_tokens")],
+        ["max_running_requests", b.max_running_requests or None, conc.get("effective")],
+        ["Mamba GB (conv + ssm + intermediate)", g(b.mamba_bytes) if b.max_mamba_cache_size is not None else None,
+         mem.get("mamba_total")],
+        ["KV cache GB", g(b.kv_bytes) if b.kv_tokens else None, mem.get("kv_cache")],
+        ["CUDA graphs GB", [g(b.graph_range[0]), g(b.graph_range[1])], mem.get("cuda_graph")],
+    ]
+    return {"prediction": plan_json(b, [], facts), "rows": rows, "rules": rules.version, "version": v,
+            "simulated_rules": simulated}
+
+
 def one_line(p: Mapping[str, Any]) -> str:
     """A plan in one line: ``predicted: out of memory allocating the Mamba pool: needs 9.6 GiB,
     8.0 free; --max-mamba-cache-size 24 fits, 4 requests``."""
@@ -791,5 +844,5 @@ def with_fields(fields: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 __all__ = ["GIB", "ModelShape", "NodeFacts", "Rules", "Budget", "Advice", "BudgetError", "rules_for",
-           "predict", "advise", "plan_json", "plan_from_node", "one_line", "graph_range", "strategy_of",
+           "predict", "advise", "plan_json", "plan_from_node", "one_line", "versus_log", "graph_range", "strategy_of",
            "CONTEXT_BYTES", "FAILS_AT", "ADVICE_FLAGS"]
