@@ -30,6 +30,7 @@ from mambaconsole.ui.footer import KeyFooter
 from mambaconsole.ui.feed import Feed, RunStatus
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
+from mambaconsole.ui.intake import LogIntake
 from mambaconsole.ui.log_pane import LogPane
 from mambaconsole.ui.spec_pane import SpecPane
 
@@ -42,6 +43,10 @@ NODE_CHANGING = {"edit", "relaunch", "stop"}
 BACKOFF_CAP = 30.0
 #: bytes of the log read per page back (the log pane's ``b``)
 PAGE_BYTES = 1 << 20
+#: seconds of log folding per turn of the app's message queue (keys go between turns)
+LOG_SLICE_S = 0.012
+#: while log lines are still waiting, the panes are redrawn at most this often (seconds)
+LOG_DRAW_S = 0.1
 #: the runs listing backs off up to this many poll intervals while nothing changes (the
 #: current run's own status changes reach us at once through its log stream)
 RUNS_IDLE_FACTOR = 5
@@ -158,6 +163,9 @@ class ConsoleApp(App[int]):
         self._noted_peak: dict[str, float] = {}  # run id -> peak GPU MiB last written to the node
         self._peak_timer = None
         self._poll_timers: dict[str, object] = {}  # poll -> its armed timer
+        self._intake = LogIntake()  # log lines received, not folded in yet
+        self._log_changed: set[str] = set()  # panes the folded lines changed, not redrawn yet
+        self._drawn_at = 0.0
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -293,7 +301,9 @@ class ConsoleApp(App[int]):
         while not self._closing:
             try:
                 async for item in open_stream():
-                    handle(item)
+                    waiting = handle(item)
+                    if waiting is not None:
+                        await waiting
                     delay = 1.0
                 if not again:
                     return
@@ -356,11 +366,13 @@ class ConsoleApp(App[int]):
             start = opened.pop() if opened else (self.state.log_offset if self.state.log_run_id == run.run_id else 0)
             return self.feed.tail(run, start)
 
-        def handle(batch) -> None:
+        def handle(batch):
             if isinstance(batch, RunStatus):
                 self.call_later(self._run_status_changed)
-            else:
-                self.post_message(M.Fed(batch))
+                return None
+            if self._intake.put(batch):
+                self.post_message(M.LogPending())
+            return self._intake.room()  # the worker reads on once the app has room
 
         await self._keep_reading("tail", open_tail, handle, again=False)
 
@@ -402,6 +414,32 @@ class ConsoleApp(App[int]):
             self.post_message(M.Fed(await self.feed.read_page(run, offset, end, aligned)))
         except Exception as exc:
             self.notify(f"could not read the earlier lines: {exc}", severity="error", timeout=8)
+
+    @on(M.LogPending)
+    def _log_pending(self, _msg: M.LogPending) -> None:
+        """Fold the waiting log lines in for at most LOG_SLICE_S seconds; with more waiting, go
+        again after the messages queued meanwhile (key presses first). While lines wait, the
+        panes are redrawn every LOG_DRAW_S seconds, not after every slice."""
+        if self._closing:
+            return
+        t0 = time.perf_counter()
+        changed = self._log_changed
+        while (ev := self._intake.take()) is not None:
+            changed |= self.state.apply(ev)
+            if time.perf_counter() - t0 > LOG_SLICE_S:
+                break
+        self._check_follow()
+        more = self._intake.pending
+        now = time.perf_counter()
+        if not more or now - self._drawn_at >= LOG_DRAW_S:
+            self.refresh_panes(changed)
+            changed.clear()
+            self._drawn_at = now
+        if more:
+            # not straight back into the queue: Textual's message loop takes a queued message
+            # without a turn of the event loop, so keys (from the driver's thread), the screen's
+            # refresh timer and the node's stream would wait for the whole backlog
+            asyncio.get_running_loop().call_soon(self.post_message, M.LogPending())
 
     @on(M.Fed)
     def _fed(self, msg: M.Fed) -> None:

@@ -219,10 +219,19 @@ class LogView(ScrollView, can_focus=True):
         return self._ends[self._head + index] - self._row0 - self.row_of(index)
 
     def _set_virtual(self) -> None:
-        if self.wrap:
-            self.virtual_size = Size(self._wrap_w, self.row_count)
-        else:
-            self.virtual_size = Size(self._width, len(self.lines))
+        """The scrollable size, without a layout of the screen: Textual's ``virtual_size`` is a
+        layout reactive (each new line would lay out every widget, ~10-30 ms a line batch under a
+        flood); only a scrollbar that appears or goes needs one (``_scroll_update`` sets those
+        layout reactives itself)."""
+        size = Size(self._wrap_w, self.row_count) if self.wrap else Size(self._width, len(self.lines))
+        if size == self.virtual_size:
+            return
+        if not self.is_mounted:
+            self.virtual_size = size
+            return
+        self.set_reactive(LogView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def _keep_in_sight(self, anchor: tuple[str, int, int] | None) -> None:
         """Scroll to ``anchor``: ``("end", 0, 0)`` the end, ``("line", key, row)`` that row

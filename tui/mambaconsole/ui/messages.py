@@ -20,6 +20,10 @@ class Fed(Message):
         self.poll = poll
 
 
+class LogPending(Message):
+    """Log lines wait in the app's intake (:class:`mambaconsole.ui.intake.LogIntake`)."""
+
+
 class PollFailed(Message):
     """A poller failed (``poll``: its name; ``error``: one line). The next poll is armed anyway."""
 

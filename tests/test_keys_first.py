@@ -1,0 +1,88 @@
+"""Keys first (issue 14): a flood of log lines is folded in slices, a key press is answered
+between them, and the tail worker stops reading while a bounded backlog waits.
+
+The lines are real SGLang 0.5.23 serving lines (tests/data/logs/real-0.5.23-qnext.log),
+repeated; expected counts come from the lines generated here."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual import events
+
+from mambaconsole.node.local import LocalNode
+from mambaconsole.state import LogLine, LogLines, RunInfo, RunsListed
+from mambaconsole.ui import messages as M
+from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.ui.feed import Feed
+from mambaconsole.ui.intake import LogIntake
+from mambaconsole.ui.settings import HostSettings
+
+pytestmark = pytest.mark.timeout(120)
+REAL = (Path(__file__).parent / "data" / "logs" / "real-0.5.23-qnext.log").read_text().splitlines()
+SERVING = [ln for ln in REAL if "Decode batch" in ln or "Prefill batch" in ln]
+
+
+def lines(n: int, start: int = 0) -> tuple[LogLine, ...]:
+    out, off = [], start
+    for i in range(n):
+        t = SERVING[i % len(SERVING)]
+        out.append(LogLine("r1", off, t, len(t)))
+        off += len(t) + 1
+    return tuple(out)
+
+
+def test_intake_hands_out_pieces_in_order_with_the_batch_facts_at_their_ends():
+    intake = LogIntake(chunk=100, backlog=1000)
+    batch = LogLines("r1", lines(250), opened_size=5000, time_shift=1.0, size=9000, skipped=(40_000, 90_000))
+    assert intake.put(batch) is True and intake.put(LogLines("r1", lines(10, 99_999))) is False
+    pieces = []
+    while (p := intake.take()) is not None:
+        pieces.append(p)
+    assert [len(p.lines) for p in pieces] == [100, 100, 50, 10]
+    assert [ln.offset for p in pieces[:3] for ln in p.lines] == [ln.offset for ln in batch.lines]
+    # the file's opening with the first piece, the skipped range after the last line before it
+    assert [p.opened_size for p in pieces] == [5000, None, None, None]
+    assert [p.skipped for p in pieces] == [None, None, (40_000, 90_000), None]
+    assert all(p.size == 9000 for p in pieces[:3])
+
+
+async def test_intake_stops_the_reader_while_the_backlog_is_full():
+    intake = LogIntake(chunk=100, backlog=300)
+    intake.put(LogLines("r1", lines(350)))
+    waiting = asyncio.ensure_future(intake.room())
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # 350 lines wait: the reader waits too
+    intake.take()  # 250 left
+    await asyncio.wait_for(waiting, 1)
+
+
+async def test_a_key_is_answered_before_a_flood_is_folded_in():
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        flood = LogLines("r1", lines(20_000))
+        seen_at_key: list[int] = []
+        focus = app.action_focus_pane
+
+        def hooked(which):
+            seen_at_key.append(app.state.log_total)
+            focus(which)
+
+        app.action_focus_pane = hooked
+        # what the tail worker does with a batch, then a key from the terminal
+        app._intake.put(flood)
+        app.post_message(M.LogPending())
+        await asyncio.sleep(0)
+        app.post_message(events.Key("1", "1"))
+        for _ in range(2000):
+            await pilot.pause(0.01)
+            if app.state.log_total == 20_000 and seen_at_key:
+                break
+        assert app.state.log_total == 20_000
+        assert seen_at_key and seen_at_key[0] < 20_000  # the key went first, not after the flood
+        assert app.focused is app.query_one("#gpu")
