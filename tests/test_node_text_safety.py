@@ -49,3 +49,25 @@ def test_gpu_process_command_lines_carry_no_escape():
     (p,) = snap.processes
     assert not has_controls(p.command) and p.command.startswith("evil ") and p.command.endswith(" --x")
     assert not has_controls(snap.gpus[0].name)
+
+
+async def test_a_refusal_naming_node_text_is_shown_as_text(node_home, no_config):
+    """A relaunch refusal whose error and lock holder hold brackets (a holder name, an argv in
+    SGLang's message) reaches the notification and the confirmation as text."""
+    from fixtures.console import console_for
+    from mambaconsole.node.local import LocalNode
+    from mambaconsole.ui import messages as M
+    from mambaconsole.ui.confirm import ConfirmScreen
+
+    app = console_for(LocalNode(), str(node_home))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.post_message(M.RelaunchDone(None, "refused: --chat-template '[INST] x [/INST]'",
+                                        lock={"stale": True, "holder": "eve[/]@[bold]host"}, argv=["x"]))
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, ConfirmScreen):
+                break
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "eve[/]@[bold]host" in str(app.screen.query("Static").first().render())
+        await pilot.press("n")

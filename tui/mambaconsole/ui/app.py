@@ -259,7 +259,7 @@ class ConsoleApp(App[int]):
             try:
                 await self.prepare_hook()
             except Exception as exc:
-                self.notify(f"could not start: {exc}", severity="error", timeout=15)
+                self.notify(f"could not start: {exc}", severity="error", timeout=15, markup=False)
         self.watch_link()
         self.load_facts()
         self.poll_runs()
@@ -413,7 +413,7 @@ class ConsoleApp(App[int]):
         try:
             self.post_message(M.Fed(await self.feed.read_page(run, offset, end, aligned)))
         except Exception as exc:
-            self.notify(f"could not read the earlier lines: {exc}", severity="error", timeout=8)
+            self.notify(f"could not read the earlier lines: {exc}", severity="error", timeout=8, markup=False)
 
     @on(M.LogPending)
     def _log_pending(self, _msg: M.LogPending) -> None:
@@ -473,7 +473,7 @@ class ConsoleApp(App[int]):
             note = (f"run changed: now following run {run.run_id} (started{who}); "
                     f"run {prev_run.run_id} is no longer current")
             self.state.notice = note
-            self.notify(note, severity="warning", timeout=10)
+            self.notify(note, severity="warning", timeout=10, markup=False)
         self._check_follow()
         if run is not None and (prev_run is None or prev_run.run_id != run.run_id or self._tail_run is None):
             self._follow(run)
@@ -495,7 +495,7 @@ class ConsoleApp(App[int]):
                 and self.state.reading_left() is None:
             self.state.apply(Phase("done", ""))
             self.notify(f"run {run.run_id}: {self.state.status}", timeout=6,
-                        severity="information" if self.state.status == "ready" else "error")
+                        severity="information" if self.state.status == "ready" else "error", markup=False)
 
     def _follow(self, run: RunInfo) -> None:
         if self.feed.is_sim and not self.state.sglang_version:
@@ -599,7 +599,7 @@ class ConsoleApp(App[int]):
         names = self._themes or list(self.available_themes)
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
-        self.notify(f"theme {self.theme}", timeout=2)
+        self.notify(f"theme {self.theme}", timeout=2, markup=False)
 
     @property
     def escape_to_minimize(self) -> bool:
@@ -615,9 +615,9 @@ class ConsoleApp(App[int]):
             folder.mkdir(parents=True, exist_ok=True)
             path = self.save_screenshot(path=str(folder))
         except OSError as exc:
-            self.notify(f"screenshot not saved: {exc}", severity="error", timeout=8)
+            self.notify(f"screenshot not saved: {exc}", severity="error", timeout=8, markup=False)
             return
-        self.notify(f"saved {os.path.abspath(path)}", timeout=6)
+        self.notify(f"saved {os.path.abspath(path)}", timeout=6, markup=False)
 
     def action_focus_pane(self, which: str) -> None:
         target = {"gpu": "#gpu", "spec": "#spec", "args": "#args-table", "log": "#log-view"}[which]
@@ -676,7 +676,7 @@ class ConsoleApp(App[int]):
             self.push_screen(screen)
             return
         if not row.writer_file or not row.writer_line:
-            self.notify(f"{row.flag}: no SGLang code wrote this value ({row.source})", timeout=3)
+            self.notify(f"{row.flag}: no SGLang code wrote this value ({row.source})", timeout=3, markup=False)
             return
         from mambaconsole.ui.source_view import SourceScreen
 
@@ -704,7 +704,7 @@ class ConsoleApp(App[int]):
 
     def action_edit(self) -> None:
         if (why := self._stale_refusal()) is not None:
-            self.notify(why, severity="error")
+            self.notify(why, severity="error", markup=False)
             return
         from mambaconsole.ui.editor import EditorScreen
 
@@ -717,7 +717,7 @@ class ConsoleApp(App[int]):
 
     def action_relaunch(self) -> None:
         if (why := self._stale_refusal()) is not None:
-            self.notify(why, severity="error")
+            self.notify(why, severity="error", markup=False)
             return
         run = self.state.run
         if run is None or not run.argv:
@@ -735,7 +735,7 @@ class ConsoleApp(App[int]):
 
     def action_stop(self) -> None:
         if (why := self._stale_refusal()) is not None:
-            self.notify(why, severity="error")
+            self.notify(why, severity="error", markup=False)
             return
         run = self.state.run
         if run is None:
@@ -782,7 +782,7 @@ class ConsoleApp(App[int]):
         if msg.error:
             self.state.apply(Phase("failed", ""))
             self.state.notice = f"relaunch refused: {msg.error}"
-            self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10)
+            self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10, markup=False)
             lock = msg.lock or {}
             if lock.get("stale") and msg.argv and not self.read_only:
                 from mambaconsole.ui.confirm import ConfirmScreen
@@ -795,7 +795,7 @@ class ConsoleApp(App[int]):
         else:
             self._following_run = msg.run_id
             self.state.notice = None
-            self.notify(f"started run {msg.run_id}", timeout=4)
+            self.notify(f"started run {msg.run_id}", timeout=4, markup=False)
             self._check_follow()
         self.refresh_panes({"header"})
         self.poll_runs()

@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from rich.text import Text
 from textual.widgets import Button, Static
 
 
@@ -28,7 +29,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]{self.question}[/b]")
+            yield Static(Text(self.question, style="bold"))  # may name a lock holder: never markup
             if self.detail:
                 yield Static(self.detail, markup=False)
             with Horizontal():

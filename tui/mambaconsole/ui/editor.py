@@ -524,7 +524,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
         try:
             args = self.edited_args()
         except ValueError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         self.query_one("#ed-verdict", Static).update(Text("pre-flight: resolving on the node…", style="italic"))
         self._preflight(args)
