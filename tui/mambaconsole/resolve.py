@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.node.base import Node, NodeError
+from mambaconsole.node.base import Node, NodeError, in_folder
 from mambaconsole.node.runs import agent_script
 
 __all__ = ["ResolveError", "resolve", "params", "WarmResolver", "check_result", "SOURCES", "CHANGED_SOURCES"]
@@ -114,29 +114,31 @@ def _parse_answer(node: Node, python: str, exit_status: int | None, stdout: byte
 
 
 async def _run_script(node: Node, python: str, args: Sequence[str], env: Mapping[str, str] | None,
-                      timeout: float) -> dict:
+                      timeout: float, cwd: str | None = None) -> dict:
     try:
-        res = await node.run([python, "-u", "-", *args], input=_script(), env=env, timeout=timeout)
+        res = await node.run(in_folder([python, "-u", "-", *args], cwd), input=_script(), env=env, timeout=timeout)
     except NodeError as exc:
         raise ResolveError(f"resolver on {node.name}: {exc}") from None
     return _parse_answer(node, python, res.exit_status, res.stdout, res.stderr)
 
 
 async def resolve(node: Node, argv: Sequence[str], *, python: str = "python3",
-                  env: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT) -> dict:
+                  env: Mapping[str, str] | None = None, cwd: str | None = None,
+                  timeout: float = DEFAULT_TIMEOUT) -> dict:
     """Resolve the SGLang launch ``argv`` (server flags only, e.g. ``["--model-path", P, ...]``)
     in a fresh ``python`` process on ``node``; ``env`` is added to its environment (like a launch
-    command's ``VAR=value`` prefix). Returns the result dict (module docstring)."""
-    return check_result(await _run_script(node, python, ["--", *argv], env, timeout))
+    command's ``VAR=value`` prefix), ``cwd`` is its working folder (a server's relative
+    ``--model-path`` resolves there). Returns the result dict (module docstring)."""
+    return check_result(await _run_script(node, python, ["--", *argv], env, timeout, cwd))
 
 
 async def params(node: Node, *, python: str = "python3", env: Mapping[str, str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> dict:
+                 timeout: float = DEFAULT_TIMEOUT, cwd: str | None = None) -> dict:
     """The node's SGLang parser options: ``{"sglang_version", "python", "params": [{
     "option_strings", "dest", "field", "default", "choices", "type", "nargs", "const",
     "required", "help", "hidden", "action", "deprecated", "metavar"}]}`` (help=SUPPRESS options
     have ``hidden: true``; set choices are sorted)."""
-    answer = await _run_script(node, python, ["--params"], env, timeout)
+    answer = await _run_script(node, python, ["--params"], env, timeout, cwd)
     if "fatal" in answer:
         raise ResolveError(str(answer["fatal"]))
     if not isinstance(answer, dict) or not isinstance(answer.get("params"), list):
@@ -165,14 +167,17 @@ class WarmResolver:
 
     ``env`` is fixed for the process (e.g. ``PYTHONPATH``); ``resolve(argv, env=...)`` adds
     per-request variables inside the child (read by SGLang at resolution time, not at import).
+    ``cwd``: the process's working folder (a run's own, so relative paths resolve as for it).
     """
 
     def __init__(self, node: Node, python: str = "python3", *, env: Mapping[str, str] | None = None,
+                 cwd: str | None = None,
                  warm_argv: Sequence[str] | None = None, idle_timeout: float = 1800.0,
                  start_timeout: float = DEFAULT_TIMEOUT, request_timeout: float = 120.0) -> None:
         self.node = node
         self.python = python
         self.env = dict(env) if env else None
+        self.cwd = cwd or None
         self.warm_argv = list(warm_argv) if warm_argv is not None else None
         self.idle_timeout = idle_timeout
         self.start_timeout = start_timeout
@@ -205,7 +210,7 @@ class WarmResolver:
         cmd = [self.python, "-u", "-", "--serve", "--idle-timeout", str(self.idle_timeout)]
         if argv:
             cmd += ["--warm-argv", json.dumps(argv)]
-        self._lines = self.node.stream_lines(cmd, input=_script(), env=self.env)
+        self._lines = self.node.stream_lines(in_folder(cmd, self.cwd), input=_script(), env=self.env)
         try:
             first = await asyncio.wait_for(self._next_event(), self.start_timeout)
         except asyncio.TimeoutError:
@@ -258,13 +263,14 @@ class WarmResolver:
         """Like :func:`resolve`, answered by a fresh fork of the warm parent."""
         async with self._lock:
             if self.mode == "cold":
-                return await resolve(self.node, argv, python=self.python, env={**(self.env or {}), **(env or {})})
+                return await resolve(self.node, argv, python=self.python, env={**(self.env or {}), **(env or {})},
+                                     cwd=self.cwd)
             for attempt in (1, 2):
                 if not self.alive:
                     await self.start(argv)
                     if self.mode == "cold":
                         return await resolve(self.node, argv, python=self.python,
-                                             env={**(self.env or {}), **(env or {})})
+                                             env={**(self.env or {}), **(env or {})}, cwd=self.cwd)
                 try:
                     return check_result(await self._request({"argv": list(argv), "env": dict(env or {})}))
                 except ResolveError:
@@ -276,7 +282,7 @@ class WarmResolver:
         """Like :func:`params`, from the warm parent."""
         async with self._lock:
             if self.mode == "cold":
-                return await params(self.node, python=self.python, env=self.env)
+                return await params(self.node, python=self.python, env=self.env, cwd=self.cwd)
             if not self.alive:
                 await self.start()
             answer = await self._request({"params": True})

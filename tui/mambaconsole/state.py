@@ -168,6 +168,10 @@ class RunInfo:
     stopped: bool = False
     #: what the run's log could not take (a full disk on the node): "log lost 2.0 MiB (No space left on device)"
     log_lost: str | None = None
+    #: the extra environment the run was started with (its ``env.json``), as sorted (name, value) pairs
+    env: tuple[tuple[str, str], ...] = ()
+    #: the run's working folder on the node (``status.json`` ``cwd``; None: the node's default)
+    cwd: str | None = None
 
 
 @dataclass(frozen=True)

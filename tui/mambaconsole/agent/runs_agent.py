@@ -272,6 +272,9 @@ def _record(runs, rid):
     if isinstance(stopped, dict):
         rec["stopped"] = stopped
     rec.update(run_id=rid, run_dir=run_dir, argv=argv)
+    env = _read_json(os.path.join(run_dir, "env.json"), None)
+    # the run's own extra environment (what it was started with; relaunch and resolution reuse it)
+    rec["env"] = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
     rec.setdefault("log_path", os.path.join(run_dir, "log"))
     pid = st.get("pid")
     alive = _alive(pid, st.get("pid_start_ticks"), argv) if pid else False

@@ -57,6 +57,15 @@ class CommandResult:
         return self.stderr.decode("utf-8", "replace")
 
 
+def in_folder(cmd: Sequence[str], cwd: str | None) -> list[str]:
+    """``cmd`` run in the node's folder ``cwd`` (unchanged when ``cwd`` is empty): through
+    ``sh -c 'cd -- "$1" && shift && exec "$@"'``, so the folder and every argv element stay one
+    literal argument each, never shell text. A missing folder fails the command (sh says so)."""
+    if not cwd:
+        return list(cmd)
+    return ["sh", "-c", 'cd -- "$1" && shift && exec "$@"', "sh", cwd, *cmd]
+
+
 def command_line(cmd: Command, env: Mapping[str, str] | None = None) -> str:
     """The shell text for ``cmd``: argv elements quoted with :func:`shlex.quote`.
 

@@ -385,11 +385,12 @@ class ConsoleApp(App[int]):
             self.post_message(M.Fed(Connection(st.up, st.since, st.detail, st.attempts, st.retry_at)))
 
     @work(exclusive=True, group="resolve", exit_on_error=False)
-    async def resolve_current(self, argv: tuple[str, ...]) -> None:
+    async def resolve_current(self, argv: tuple[str, ...], run: RunInfo | None = None) -> None:
         from mambaconsole.sglang.argv_diff import split_launch
 
+        env, cwd = self.feed.run_environment(run)
         try:
-            res = await self.feed.resolve(split_launch(list(argv))[1])
+            res = await self.feed.resolve(split_launch(list(argv))[1], env=env, cwd=cwd)
             self.post_message(M.Fed(Resolution(res, argv)))
         except Exception as exc:
             self._lost("resolve", exc)
@@ -512,7 +513,7 @@ class ConsoleApp(App[int]):
             self.poll_http()
         if run.argv and self._resolved_for != run.argv and self.start_workers:
             self._resolved_for = run.argv
-            self.resolve_current(run.argv)
+            self.resolve_current(run.argv, run)
 
     def _count_idle(self, poll: str, event) -> None:
         """Before ``event`` is applied: count answers in a row that changed nothing (the poll
@@ -690,7 +691,8 @@ class ConsoleApp(App[int]):
     @work(group="source", exit_on_error=False)
     async def _read_source(self, screen, file: str, line: int) -> None:
         try:
-            text = await self.feed.read_source(file, line)
+            env, cwd = self.feed.run_environment(self.state.run)
+            text = await self.feed.read_source(file, line, env=env, cwd=cwd)
             screen.show(text, None, line)
         except Exception as exc:
             screen.show(None, str(exc), line)

@@ -19,7 +19,7 @@ from typing import Any
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.agent import agent_once, agent_record_batches, read_lines
-from mambaconsole.node.base import Node
+from mambaconsole.node.base import Node, in_folder
 from mambaconsole.node.runs import Run, RunStore
 from mambaconsole.node.supervisor import Supervisor
 from mambaconsole.sglang.text import display_text
@@ -67,6 +67,8 @@ def run_info(run: Run) -> RunInfo:
         peak_mem_mib=num("peak_mem_mib"), mean_accept_len=num("mean_accept_len"), adopted=run.adopted,
         launched_by=rec.get("launched_by"), error=rec.get("error"), stopped=isinstance(rec.get("stopped"), dict),
         log_lost=run.log_loss_text.lstrip("; ") or None,
+        env=tuple(sorted((str(k), str(v)) for k, v in (rec.get("env") or {}).items())) if isinstance(rec.get("env"), dict) else (),
+        cwd=rec.get("cwd") if isinstance(rec.get("cwd"), str) and rec.get("cwd") else None,
     )
 
 
@@ -151,6 +153,8 @@ class Feed:
         self.link = Supervisor(node, clock=clock)
         self._warm = None
         self._facts: dict[str, dict] = {}  # node facts per model path (node_facts)
+        self._warm_key: tuple = ((), None)
+        self._closing_warm: set[asyncio.Future] = set()
         self._http = None  # httpx.AsyncClient, made on the first request
         self._latency = None  # sglang.latency.LatencyWindow over the /metrics polls
         self._local_port: dict[int, int] = {}
@@ -408,13 +412,26 @@ class Feed:
         except ValueError:
             raise ConsoleError(f"simulated resolver failed: {(r.err.strip().splitlines() or ['no output'])[-1]}") from None
 
-    async def resolve(self, args: list[str]) -> dict:
+    def run_environment(self, run: RunInfo | None) -> tuple[dict[str, str], str | None]:
+        """The extra environment and working folder a server of ``run`` runs with, the one rule
+        for every use (pre-flight, ServerArgs resolution, parser options, source view, relaunch,
+        ``R``): the host settings' ``env`` overlaid with the run's own ``env.json``, and the run's
+        ``cwd``, else the settings' ``workdir``; with no run, the settings' alone. ``None`` folder:
+        the node's default (the login folder)."""
+        env = dict(self.settings.env or {})
+        if run is not None:
+            env.update(dict(run.env))
+        cwd = (run.cwd if run is not None else None) or self.settings.workdir or None
+        return env, cwd
+
+    async def resolve(self, args: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> dict:
         """The resolver's JSON (issue-4 shape) for the SGLang ``args`` on the node: the values
-        SGLang will use and who set them, or its error. Raises ConsoleError (one line) when the
+        SGLang will use and who set them, or its error; run with ``env`` and in ``cwd`` (a run's,
+        :meth:`run_environment`; default: the settings'). Raises ConsoleError (one line) when the
         resolver cannot run."""
         if self.is_sim:
             return await self._sim_json(["--sim-resolve", *args])
-        return await self.warm_resolver().resolve(list(args))
+        return await self.warm_resolver(env, cwd).resolve(list(args))
 
     async def node_facts(self, model_path: str, args: list[str] | None = None) -> dict:
         """What a memory plan reads on the node (``mambaconsole.agent.node_facts``' JSON): the
@@ -439,26 +456,40 @@ class Feed:
         cache[model_path] = facts
         return facts
 
-    async def params(self, args: list[str] | None = None) -> list[dict]:
+    async def params(self, args: list[str] | None = None, *, env: dict[str, str] | None = None,
+                     cwd: str | None = None) -> list[dict]:
         """The node's SGLang parser options (option_strings, dest, default, choices, type,
         nargs, help) for the editor form; ``args`` (the current run's) may name the simulated
         version."""
         if self.is_sim:
             version = flag_value(args or [], "--sim-version")
             return await self._sim_json(["--sim-params"] + (["--sim-version", version] if version else []))
-        answer = await self.warm_resolver().params()
+        answer = await self.warm_resolver(env, cwd).params()
         return [p for p in answer.get("params", []) if not p.get("hidden")]
 
-    def warm_resolver(self):
-        """The node's warm resolver (:class:`mambaconsole.resolve.WarmResolver`), started on first
-        use with the server's python and the host's environment; closed with the feed."""
+    def warm_resolver(self, env: dict[str, str] | None = None, cwd: str | None = None):
+        """The node's warm resolver (:class:`mambaconsole.resolve.WarmResolver`) with the server's
+        python, in ``env`` and ``cwd`` (default: the settings' :meth:`run_environment` with no run);
+        one at a time: asked for another environment or folder (another run's), the old one is
+        closed (its process ends with its channel) and a new one starts on first use. Closed with
+        the feed."""
+        if env is None and cwd is None:
+            env, cwd = self.run_environment(None)
+        key = (tuple(sorted((env or {}).items())), cwd or None)
+        if self._warm is not None and self._warm_key != key:
+            old, self._warm = self._warm, None
+            task = asyncio.ensure_future(old.close())
+            self._closing_warm.add(task)
+            task.add_done_callback(self._closing_warm.discard)
         if self._warm is None:
             from mambaconsole.resolve import WarmResolver
 
-            self._warm = WarmResolver(self.node, self.settings.python, env=self.settings.env or None)
+            self._warm = WarmResolver(self.node, self.settings.python, env=dict(env or {}) or None, cwd=cwd)
+            self._warm_key = key
         return self._warm
 
-    async def read_source(self, file: str, line: int, context: int = 12) -> str:
+    async def read_source(self, file: str, line: int, context: int = 12, *, env: dict[str, str] | None = None,
+                          cwd: str | None = None) -> str:
         """Lines ``line-context .. line+context`` of SGLang's ``file`` (relative to the node
         python's site-packages), numbered, the writer line marked with ``>``. Raises ConsoleError
         ``not found on the node: FILE (searched PYTHON: sglang DIR)`` when no such file is on
@@ -482,7 +513,8 @@ class Feed:
             "where = os.path.dirname(spec.origin) if spec and spec.origin else 'no sglang importable'\n"
             "sys.exit('not found on the node: %s (searched %s: sglang %s)' % (rel, sys.executable, where))\n"
         )
-        r = await self.node.run([self.settings.python, "-c", script, file, str(int(line)), str(int(context))], timeout=30)
+        r = await self.node.run(in_folder([self.settings.python, "-c", script, file, str(int(line)), str(int(context))], cwd),
+                                env=env or None, timeout=30)
         if not r.ok:
             raise ConsoleError(r.err.strip().splitlines()[-1] if r.err.strip() else f"reading {file} failed")
         return r.out

@@ -55,8 +55,11 @@ async def wait_gpu_free(feed, pids: set[int], phase: Phase, timeout: float = GPU
     raise ConsoleError(f"the old server's processes still hold GPU memory after {timeout:.0f} s; not starting")
 
 
-async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase, *, break_stale=None) -> str:
+async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase, *, break_stale=None,
+                   run_env: tuple[dict[str, str], str | None] | None = None) -> str:
     """Stop ``old`` (when running) and start ``argv`` as a new run; returns the new run id.
+    The new run gets ``run_env`` (extra environment, working folder; the editor's) or else
+    ``old``'s own (:meth:`Feed.run_environment`: its ``env.json`` and ``cwd``).
     Raises :class:`mambaconsole.node.runs.LockHeld` (naming the holder and since when) when
     another console is relaunching, and ConsoleError when the link to the node is down or
     ``old`` was already replaced by another console (its pair pressed relaunch too): nothing is
@@ -81,8 +84,8 @@ async def relaunch(feed, old: RunInfo | None, argv: list[str], phase: Phase, *, 
             await wait_gpu_free(feed, set(old.pids) | ({old.pid} if old.pid else set()), phase)
         phase("start", "starting the new run in tmux")
         s = feed.settings
-        new = await feed.store.start(launch_argv(s, argv), env=s.env or None, cwd=s.workdir, session=s.session,
-                                     lock=lock)
+        env, cwd = feed.run_environment(old) if run_env is None else run_env
+        new = await feed.store.start(launch_argv(s, argv), env=env or None, cwd=cwd, session=s.session, lock=lock)
         # said at once (no await in between): the console must know this run is its own
         phase("follow", f"run {new.run_id} started; following it to ready or failure", new.run_id)
     finally:
