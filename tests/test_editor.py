@@ -113,7 +113,9 @@ async def test_focus_starts_at_the_first_field_and_tab_follows_the_form():
         rows = sorted(form.query(".row"), key=lambda r: r.virtual_region.y)
         fields = [next(iter(r.query("Input, Select, Switch"))).id for r in rows]
         buttons = [b.id for b in sorted(ed.query("#ed-buttons Button"), key=lambda b: b.region.x) if not b.disabled]
-        assert len(fields) == len(ed.params) > 10
+        # a row per parser option, then the run's environment and working folder
+        assert len(fields) == len(ed.params) + 2 and len(ed.params) > 10
+        assert fields[-2:] == ["f-env", "f-cwd"]
         assert app.focused.id == fields[0]
         seen = [app.focused.id]
         for _ in range(len(fields) + len(buttons) - 1):

@@ -711,11 +711,12 @@ class ConsoleApp(App[int]):
         from mambaconsole.ui.editor import EditorScreen
 
         run = self.state.run
-        self.push_screen(EditorScreen(self.feed, list(run.argv) if run else []), self._edited)
+        screen = EditorScreen(self.feed, list(run.argv) if run else [], run_env=self.feed.run_environment(run))
+        self.push_screen(screen, lambda argv: self._edited(argv, screen.edited_run_env()))
 
-    def _edited(self, argv: list[str] | None) -> None:
+    def _edited(self, argv: list[str] | None, run_env: tuple[dict[str, str], str | None] | None = None) -> None:
         if argv:
-            self.relaunch_loop(argv)
+            self.relaunch_loop(argv, run_env=run_env)
 
     def action_relaunch(self) -> None:
         if (why := self._stale_refusal()) is not None:
@@ -749,7 +750,8 @@ class ConsoleApp(App[int]):
                          lambda ok: self.stop_run(run) if ok else None)
 
     @work(exclusive=True, group="relaunch", exit_on_error=False)
-    async def relaunch_loop(self, argv: list[str], break_stale: dict | None = None) -> None:
+    async def relaunch_loop(self, argv: list[str], break_stale: dict | None = None,
+                            run_env: tuple[dict[str, str], str | None] | None = None) -> None:
         from mambaconsole.node.runs import LockHeld
         from mambaconsole.ui import relaunch
 
@@ -758,7 +760,7 @@ class ConsoleApp(App[int]):
             run_id = await relaunch.relaunch(
                 self.feed, self.state.run, argv,
                 lambda name, text, run_id=None: self.post_message(M.Fed(Phase(name, text, run_id))),
-                break_stale=break_stale)
+                break_stale=break_stale, run_env=run_env)
             self.post_message(M.RelaunchDone(run_id))
         except LockHeld as exc:
             self.post_message(M.RelaunchDone(None, str(exc), lock=exc.lock, argv=list(argv)))

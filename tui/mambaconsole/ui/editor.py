@@ -16,6 +16,10 @@ visual order. Esc closes at once when nothing was changed, else asks ``discard N
 fields?`` (Esc again or ``y`` discards, ``n`` keeps editing); a discarded draft is gone: the
 editor always opens prefilled from the current run.
 
+The run's own environment (its ``env.json``: ``NAME=VALUE`` words, shell quoting) and working
+folder are fields at the end of the form, prefilled with the run's (``Feed.run_environment``):
+the parser options, the pre-flight and the relaunch use what they say.
+
 The argv is read and edited with :class:`mambaconsole.sglang.argv.LaunchCommand` and the
 node's parser (:class:`~mambaconsole.sglang.argv.ParserSpec` built from the same options).
 
@@ -60,6 +64,32 @@ class NoControl(Validator):
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             return self.failure("control characters (newline, tab, escape) are not allowed")
         return self.success()
+
+
+class EnvWords(Validator):
+    """``NAME=VALUE`` words (shell quoting), NAME an environment variable name."""
+
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            env_from_text(value)
+        except ValueError as exc:
+            return self.failure(str(exc))
+        return self.success()
+
+
+def env_from_text(text: str) -> dict[str, str]:
+    """``{NAME: VALUE}`` from ``NAME=VALUE`` words (shlex quoting); ValueError names a bad word."""
+    env = {}
+    for word in shlex.split(text):
+        name, sep, value = word.partition("=")
+        if not sep or not name.isidentifier():
+            raise ValueError(f"not NAME=VALUE: {word!r}")
+        env[name] = value
+    return env
+
+
+def env_text(env: dict[str, str]) -> str:
+    return " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
 
 
 class ParserType(Validator):
@@ -195,9 +225,12 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen #ed-buttons Button { margin-right: 2; }
     """
 
-    def __init__(self, feed, argv: list[str], params: list[dict] | None = None) -> None:
+    def __init__(self, feed, argv: list[str], params: list[dict] | None = None,
+                 run_env: tuple[dict[str, str], str | None] | None = None) -> None:
         super().__init__()
         self.feed = feed
+        #: the run's own extra environment and working folder (the fields start from them)
+        self.env0, self.cwd0 = (dict(run_env[0]), run_env[1] or None) if run_env is not None else ({}, None)
         self.prefix, self.args = split_launch(argv)
         #: the node's parser (None until the options arrive, or when they cannot be read)
         self.spec: ParserSpec | None = None
@@ -234,7 +267,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     @work(exclusive=True, group="params", exit_on_error=False)
     async def _load_params(self) -> None:
         try:
-            self.post_message(M.ParamsRead(await self.feed.params(self.args)))
+            self.post_message(M.ParamsRead(await self.feed.params(self.args, env=self.env0, cwd=self.cwd0)))
         except Exception as exc:
             self.post_message(M.ParamsRead(None, str(exc)))
 
@@ -295,6 +328,18 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 rows.append(Static(Text(help_text), classes="help"))
         if not rows:
             rows.append(Static("the node's parser has no Mamba options"))
+        rows += [
+            Horizontal(Label(Text("environment", style="bold" if self.env0 else "")),
+                       Input(value=env_text(self.env0), placeholder="not given · default none (NAME=VALUE words)", id="f-env",
+                             validators=[NoControl(), EnvWords()], valid_empty=True), classes="row"),
+            Static("", id="f-env-error", classes="field-error"),
+            Static(Text("the server's extra environment (the run's env.json); the pre-flight runs with it"),
+                   classes="help"),
+            Horizontal(Label(Text("working folder", style="bold" if self.cwd0 else "")),
+                       Input(value=self.cwd0 or "", placeholder="not given · default the login folder", id="f-cwd",
+                             validators=[NoControl()], valid_empty=True), classes="row"),
+            Static("", id="f-cwd-error", classes="field-error"),
+        ]
         await form.mount_all(rows)
         first = next(iter(form.query("Input, Select, Switch")), None)
         if first is not None:
@@ -339,9 +384,34 @@ class EditorScreen(ModalScreen[list[str] | None]):
             return want.flag == cur.flag or not _is_pair(p)
         return want.value == cur.value
 
+    def edited_run_env(self) -> tuple[dict[str, str], str | None]:
+        """The environment and working folder after the edit (the run's when the fields are
+        not there or not valid)."""
+        env_in, cwd_in = self.query("#f-env"), self.query("#f-cwd")
+        try:
+            env = env_from_text(env_in.first(Input).value) if env_in else self.env0
+        except ValueError:
+            env = self.env0
+        cwd = (cwd_in.first(Input).value or None) if cwd_in else self.cwd0
+        return env, cwd
+
+    def _env_changes(self) -> list[str]:
+        env, cwd = self.edited_run_env()
+        out = [f"+ env {k}={v}" for k, v in env.items() if k not in self.env0]
+        out += [f"~ env {k}={v}" for k, v in env.items() if k in self.env0 and self.env0[k] != v]
+        out += [f"- env {k}" for k in self.env0 if k not in env]
+        if cwd != self.cwd0:
+            out.append(f"~ folder {cwd or 'the default'}")
+        return out
+
     def changed_fields(self) -> list[str]:
         """The flags whose field differs from the current run (the raw argv editor: the
-        changed options of the argv diff)."""
+        changed options of the argv diff), then ``environment`` / ``working folder``."""
+        env, cwd = self.edited_run_env()
+        extra = (["environment"] if env != self.env0 else []) + (["working folder"] if cwd != self.cwd0 else [])
+        return self._changed_flags() + extra
+
+    def _changed_flags(self) -> list[str]:
         raw = self.query("#f-raw")
         if raw:
             try:
@@ -393,6 +463,13 @@ class EditorScreen(ModalScreen[list[str] | None]):
             self.query_one("#ed-diff", Static).update(Text(f"argv: {exc}", style="bold red"))
             return
         d = diff(self.args, new, self.spec)
+        envd = self._env_changes()
+        if envd:
+            t.append("environment: ", "bold")
+            for line in envd:
+                t.append(line, {"+": "green", "-": "red", "~": "yellow"}[line[0]])
+                t.append("   ")
+            t.append("\n")
         if not d:
             t.append("argv unchanged", "dim")
         else:
@@ -507,6 +584,8 @@ class EditorScreen(ModalScreen[list[str] | None]):
     def _changed(self, ev) -> None:
         if isinstance(ev, Input.Changed):
             self._field_error(ev.input)
+            if ev.input.id in ("f-env", "f-cwd"):  # a verdict holds for the environment it ran in
+                self.verdict = self.verdict_for = self.verdict_error = None
         if isinstance(ev, Switch.Changed) and ev.switch.id:
             p = next((p for p in self.params if _fid(_flag(p)) == ev.switch.id), None)
             state = self.query(f"#{ev.switch.id}-state")
@@ -532,7 +611,8 @@ class EditorScreen(ModalScreen[list[str] | None]):
     @work(exclusive=True, group="preflight", exit_on_error=False)
     async def _preflight(self, args: list[str]) -> None:
         try:
-            res = await self.feed.resolve(args)
+            env, cwd = self.edited_run_env()
+            res = await self.feed.resolve(args, env=env, cwd=cwd)
             if res.get("ok"):
                 res = {**res, **await self._memory_plan(res)}
             self.same_args_warnings = await self._same_args_failures(args)
