@@ -5,6 +5,8 @@ keeps answering; inspect on 50k-deep JSON, /dev/zero, a FIFO, a folder; 1e400 in
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import http.server
 import json
 import os
@@ -115,3 +117,40 @@ def test_1e400_is_no_value(tmp_path):
     metrics.write_text("# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{model_name=\"m\"} 1e400\n")
     r = _inspect(str(metrics))
     assert r.returncode == 0 and "inf" not in r.stdout, r.stdout
+
+
+async def test_a_log_truncated_while_not_followed_is_read_again_from_its_start(tmp_path):
+    """The console had read 4,000 bytes; meanwhile (the link down) the log was truncated and
+    holds 3 new lines (45 bytes): the agent says so and sends them from offset 0, instead of
+    starting at the end (offset 45) and skipping them."""
+    from mambaconsole.node.agent import agent_records, log_lines
+
+    log = tmp_path / "server.log"
+    new = [b"after truncate 1", b"after truncate 2", b"after truncate 3"]
+    log.write_bytes(b"\n".join(new) + b"\n")
+    records = []
+
+    async def collect():
+        async with LocalNode() as node:
+            async for rec in agent_records(node, python=sys.executable, follow=str(log), offset=4000, interval=0):
+                records.append(rec)
+                if sum(len(log_lines(r)) for r in records if r["type"] == "log") == 3:
+                    break
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(collect(), 20)
+    kinds = [r["type"] for r in records]
+    reset = records[kinds.index("log_reset")]
+    assert reset["reason"] == "truncated" and reset["was"] == 4000 and reset["size"] == log.stat().st_size
+    assert kinds.index("log_reset") < kinds.index("log")
+    lines = [ln for r in records if r["type"] == "log" for ln in log_lines(r)]
+    assert [(ln.raw, ln.offset) for ln in lines] == [(new[0], 0), (new[1], 17), (new[2], 34)]
+
+
+def test_the_console_says_the_log_started_over():
+    from mambaconsole.state import LogLine, LogLines, RunInfo
+
+    state = ConsoleState()
+    state.run = RunInfo("r1")
+    state.apply(LogLines("r1", (LogLine("r1", 0, "after truncate 1"),), reset=True))
+    assert state.notice and "truncated" in state.notice and "start" in state.notice

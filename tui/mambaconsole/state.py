@@ -836,6 +836,8 @@ class ConsoleState:
             self.log_skipped = None
             if following_current:
                 self._understood = 0
+                self.notice = ("the run's log was truncated or replaced on the node: read again from its start "
+                               "(what it held before is gone from the file)")
         lines = [ln for ln in ev.lines if ln.offset >= self.log_offset] if self.log_offset else list(ev.lines)
         # lines the file held when it was opened are history: their own timestamps, not now
         history = bool(lines) and self.log_open_size is not None and lines[0].offset < self.log_open_size \

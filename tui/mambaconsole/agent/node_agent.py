@@ -47,7 +47,9 @@ seconds on the node's clock, memory in MiB (2**20 bytes), utilisation in percent
     with any byte-range read (e.g. ``tail -c +N | head -c M``).
 ``log_reset``
     ``{"type": "log_reset", "path": str, "reason": "truncated" | "rotated", "offset": 0}``:
-    the file was truncated or replaced (rename/rotation); lines restart at offset 0 of the
+    the file was truncated or replaced (rename/rotation); also when it is opened shorter than
+    the offset asked for (truncated while not followed; then with ``was``, that offset, and
+    ``size``, bytes); lines restart at offset 0 of the
     current file. The old file's remaining lines are sent before this record.
 ``log_wait``
     ``{"type": "log_wait", "path": str}``: the file does not exist (yet); it is opened as soon
@@ -365,7 +367,12 @@ class Follower(object):
                 f.seek(off - 1)
                 nl = f.read(1 << 20).find(b"\n")
                 off = off + nl if nl >= 0 else st.st_size
-        off = min(off, st.st_size)
+        if off > st.st_size:
+            # shorter than where the console had read to: truncated while nobody followed it
+            # (the link was down); its offsets start over: say so and read it from its start
+            emit({"type": "log_reset", "path": self.path, "reason": "truncated", "offset": 0,
+                  "was": off, "size": st.st_size})
+            off = 0
         self.size = st.st_size
         emit({"type": "log_open", "path": self.path, "size": st.st_size, "offset": off, "time": time.time(),
               "utc_offset": time.localtime().tm_gmtoff})
