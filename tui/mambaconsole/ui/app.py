@@ -586,7 +586,14 @@ class ConsoleApp(App[int]):
         self.push_screen(HelpScreen(key_groups(self, [] if self.read_only else [("editor (e)", EditorScreen)])))
 
     def action_zoom(self) -> None:
+        """Zoom the focused pane, or un-zoom. A log that followed its end still does after
+        either: the next size it gets pins it to the end (lines that arrive before that
+        layout would otherwise be appended to a view whose end moved)."""
         screen = self.screen
+        log = self.log_pane
+        if log.following:
+            log.view.pin_end = True
+            self.call_after_refresh(self._end_pin)  # a pane whose size did not change gets no resize
         if screen.maximized is not None:
             screen.minimize()
             return
@@ -595,6 +602,12 @@ class ConsoleApp(App[int]):
             node = node.parent
         pane = node if node is not None else self.log_pane
         screen.maximize(pane, container=False)
+
+    def _end_pin(self) -> None:
+        view = self.log_pane.view
+        if view.pin_end:
+            view.pin_end = False
+            view.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def action_cycle_theme(self) -> None:
         names = self._themes or list(self.available_themes)
@@ -621,12 +634,11 @@ class ConsoleApp(App[int]):
         self.notify(f"saved {os.path.abspath(path)}", timeout=6, markup=False)
 
     def action_focus_pane(self, which: str) -> None:
+        """Focus pane ``which`` now (Screen.set_focus, not Widget.focus, which defers it to the
+        next idle: ``1z`` typed quickly zoomed the pane focused before)."""
         target = {"gpu": "#gpu", "spec": "#spec", "args": "#args-table", "log": "#log-view"}[which]
         w = self.query_one(target)
-        if w.can_focus:
-            w.focus()
-        else:
-            self.query_one(f"#{which}").focus()
+        self.screen.set_focus(w if w.can_focus else self.query_one(f"#{which}"))
 
     def action_resize(self, step: int) -> None:
         self._args_cols = max(2, min(8, self._args_cols + step))

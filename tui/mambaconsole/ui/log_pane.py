@@ -115,8 +115,9 @@ class LogPane(Vertical):
 
     @property
     def following(self) -> bool:
+        """At the end of the log, or about to be put there (``pin_end``: a new size pending)."""
         v = self.view
-        return v.scroll_y >= v.max_scroll_y - 1
+        return v.pin_end or v.scroll_y >= v.max_scroll_y - 1
 
     def _colors(self) -> dict[str, str]:
         c = self.app.theme_variables
