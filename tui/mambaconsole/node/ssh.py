@@ -7,8 +7,9 @@
 config or the default ``~/.ssh/id_*`` keys and the ssh agent (``SSH_AUTH_SOCK``).
 
 Host keys are always verified against known_hosts (``UserKnownHostsFile`` from the config,
-else ``~/.ssh/known_hosts``): an unknown or changed key is refused with a one-line
-:class:`HostKeyError` naming the file and the server key's SHA256 fingerprint. Other failures
+else ``~/.ssh/known_hosts``): an unknown, changed or ``@revoked`` key, or a known_hosts file
+that does not exist, is refused with a one-line :class:`HostKeyError` naming the file, the
+server key's SHA256 fingerprint and what to do. Other failures
 raise :class:`~mambaconsole.node.base.NodeError` with one line: unreachable host, authentication
 failure, connection timeout, connection lost.
 
@@ -198,10 +199,21 @@ class SSHNode(Node):
             clients.append(_Client())
             return clients[-1]
 
+        files = self._known_hosts_files(opts)
+        if not any(os.path.exists(f) for f in files):
+            # asyncssh would say "No such file or directory": say which file and what to do
+            self._failures += 1
+            fp = _fingerprint(await self._server_key(opts))
+            shown = " or ".join(files)
+            raise HostKeyError(
+                f"{where}: host key not verified: {shown} does not exist (server key {fp}); check the fingerprint, "
+                f"then add it: ssh-keyscan -p {opts.port} {opts.host} >> {files[0]}")
         try:
             conn = await asyncssh.connect(self._host, options=opts, client_factory=factory)
         except asyncssh.HostKeyNotVerifiable:
             offered = clients[-1].offered_key if clients else None
+            if offered is None:  # refused before it was offered to us (a revoked key): ask for it
+                offered = await self._server_key(opts)
             raise self._host_key_error(opts, where, offered) from None
         except asyncssh.PermissionDenied as exc:
             self._failures += 1
@@ -228,20 +240,36 @@ class SSHNode(Node):
         self._conn = conn
         return conn
 
+    async def _server_key(self, opts) -> asyncssh.SSHKey | None:
+        """The host key the server offers (no login), for the fingerprint in an error; None
+        when it cannot be had."""
+        try:
+            return await asyncio.wait_for(asyncssh.get_server_host_key(opts.host, opts.port),
+                                          opts.connect_timeout or CONNECT_TIMEOUT)
+        except (asyncssh.Error, OSError, asyncio.TimeoutError, ValueError):
+            return None
+
     def _host_key_error(self, opts, where: str, key) -> HostKeyError:
         files = self._known_hosts_files(opts)
         label = _known_host_label(opts.host, opts.port)
         known_any = False
+        revoked: list = []
         try:
             kh = asyncssh.read_known_hosts([f for f in files if os.path.exists(f)]) if any(os.path.exists(f) for f in files) else None
             if kh is not None:
-                trusted = kh.match(opts.host_key_alias or self._host, "", opts.port if opts.port != 22 else None)[0]
-                trusted2 = kh.match(opts.host, opts.host, opts.port if opts.port != 22 else None)[0]
-                known_any = bool(trusted or trusted2)
+                port = opts.port if opts.port != 22 else None
+                m1 = kh.match(opts.host_key_alias or self._host, "", port)
+                m2 = kh.match(opts.host, opts.host, port)
+                known_any = bool(m1[0] or m2[0])
+                revoked = list(m1[2]) + list(m2[2])
         except (ValueError, OSError):
             pass
         fp = _fingerprint(key)
         shown = " or ".join(files)
+        if key is not None and any(r.public_data == key.public_data for r in revoked):
+            return HostKeyError(
+                f"{where}: HOST KEY REVOKED: the server's key {fp} is marked @revoked for {label} in {shown}; "
+                f"refusing to connect (whoever revoked it knows the node's new key: add that one, never this)")
         if known_any:
             return HostKeyError(
                 f"{where}: HOST KEY CHANGED: the server's key {fp} does not match the key for {label} "
