@@ -86,3 +86,20 @@ async def test_a_key_is_answered_before_a_flood_is_folded_in():
         assert app.state.log_total == 20_000
         assert seen_at_key and seen_at_key[0] < 20_000  # the key went first, not after the flood
         assert app.focused is app.query_one("#gpu")
+
+
+def test_one_scan_per_batch_gives_each_line_its_own_severity_and_access_flag():
+    from mambaconsole.sglang.log_lines import classify, is_poll_access, severity
+
+    logs = Path(__file__).parent / "data"
+    texts = []
+    for f in sorted(logs.glob("logs/*.log")) + sorted(logs.glob("cases/**/*.log")):
+        texts += f.read_text(errors="replace").splitlines()
+    texts += ["", "warn", "x\x1b[0m", 'INFO:     127.0.0.1:1 - "GET /metrics HTTP/1.1" 200 OK', "Error Error WARN fired up"]
+    assert len(texts) > 400
+    for size in (1, 7, 128, 1000):
+        for i in range(0, len(texts), size):
+            batch = texts[i:i + size]
+            sevs, access = classify(batch)
+            assert sevs == [severity(t) for t in batch]
+            assert access == [is_poll_access(t) for t in batch]

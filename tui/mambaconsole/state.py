@@ -317,7 +317,7 @@ class SpecPoint(NamedTuple):
 
 # line severity and poll access lines: SGLang / uvicorn knowledge (mambaconsole.sglang.log_lines)
 from mambaconsole.sglang.log_lines import (  # noqa: E402,F401 - re-exported for the panes
-    POLL_PATHS, is_poll_access, poll_access_flags, severities, severity,
+    POLL_PATHS, classify, is_poll_access, poll_access_flags, severities, severity,
 )
 
 
@@ -850,8 +850,7 @@ class ConsoleState:
                 self.last_data = self._line_t if self.last_data is None or not history \
                     else max(self.last_data, self._line_t)
         texts = [ln.text for ln in lines]
-        sevs = severities(texts)
-        access = poll_access_flags(texts)
+        sevs, access = classify(texts)
         log = self.log
         understand: list[str] = []
         for line, text, sev, acc in zip(lines, texts, sevs, access):
@@ -917,7 +916,7 @@ class ConsoleState:
         if not lines:
             return {"log"}
         texts = [ln.text for ln in lines]
-        recs = list(zip((ln.offset for ln in lines), texts, severities(texts), poll_access_flags(texts)))
+        recs = list(zip((ln.offset for ln in lines), texts, *classify(texts)))
         merged = sorted(kept + recs, key=lambda r: r[0])  # two sorted runs: one merge
         self.log = LineBuffer(merged, maxlen=(self.log.maxlen or LOG_KEEP) + len(recs))
         err = next((r[0] for r in recs if r[2] == "error"), None)
@@ -1013,12 +1012,14 @@ class ConsoleState:
     def _on_sglang(self, e: Any) -> set[str]:
         ev = _EVENTS or _events()
         fold = self.fold
-        boots = len(fold.boots)
-        before = (fold.last.failure, len(fold.last.request_errors), fold.last.serving, fold.last.pending_error)
+        boots = fold.boots
+        n = len(boots)
+        b = boots[-1]
+        before = (b.failure, len(b.request_errors), b.serving, b.pending_error)
         fold.feed(e)
-        if len(fold.boots) > boots:
+        if len(boots) > n:
             self._new_boot()  # the server was launched again into the same log
-        b = fold.last
+        b = boots[-1]
         changed = set() if before == (b.failure, len(b.request_errors), b.serving, b.pending_error) else {
             "header", "spec", "args"}  # the spec pane shows a failure, ServerArgs the flags that sized an OOM
         if b.serving and not self.ready_seen:
@@ -1027,68 +1028,96 @@ class ConsoleState:
         return changed | self._on_sglang_view(e, ev)
 
     def _on_sglang_view(self, e: Any, ev: Any) -> set[str]:
-        """What the panes show of one event beyond the fold's claims (budget, spec, args)."""
+        """What the panes show of one event beyond the fold's claims (budget, spec, args):
+        dispatched by the event's type (:func:`_view_handler`), no chain of isinstance tests."""
+        handler = _VIEW_BY_TYPE.get(type(e), _view_handler)
+        if handler is _view_handler:  # a type not seen yet
+            handler = _view_handler(type(e), ev)
+        return handler(self, e) if handler is not None else set()
 
-        if isinstance(e, ev.DecodeBatch):
-            t = self._when(e)
-            self.last_batch, self.batch_t = e, t
-            self.recent_batches.append(e)
-            alen = e.accept_len
-            if alen is None:
-                if not e.spec_enabled:
-                    self.spec_enabled = False
-                return {"spec"}
-            self.spec_enabled = True
-            self.spec.append(t, alen, e.accept_rate, e.gen_throughput)
-            self.spec_sum += alen
-            self.spec_n += 1
-            self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
-            self.collapsed = self._low_run >= COLLAPSE_RUN
+    def _view_decode(self, e: Any) -> set[str]:
+        t = self._when(e)
+        self.last_batch, self.batch_t = e, t
+        self.recent_batches.append(e)
+        alen = e.accept_len
+        if alen is None:
+            if not e.spec_enabled:
+                self.spec_enabled = False
             return {"spec"}
-        if isinstance(e, (ev.WeightsLoaded, ev.MambaCacheAllocated, ev.KVCacheAllocated)):
-            self.started_up = True  # past argument handling: a later failure is not an argument error
-        if isinstance(e, ev.WeightsLoaded) and e.mem_usage_gb is not None and self._rank_ok(e.rank):
+        self.spec_enabled = True
+        self.spec.append(t, alen, e.accept_rate, e.gen_throughput)
+        self.spec_sum += alen
+        self.spec_n += 1
+        self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
+        self.collapsed = self._low_run >= COLLAPSE_RUN
+        return {"spec"}
+
+    def _view_weights(self, e: Any) -> set[str]:
+        self.started_up = True  # past argument handling: a later failure is not an argument error
+        if e.mem_usage_gb is not None and self._rank_ok(e.rank):
             self.budget_gb["weights"] = e.mem_usage_gb
             return {"gpu"}
-        if isinstance(e, ev.MambaCacheAllocated) and e.complete and self._rank_ok(e.rank):
+        return set()
+
+    def _view_mamba(self, e: Any) -> set[str]:
+        self.started_up = True
+        if e.complete and self._rank_ok(e.rank):
             self.mamba_pool_slots = e.max_mamba_cache_size
             for key, v in (("mamba conv", e.conv_gb), ("mamba ssm", e.ssm_gb), ("mamba spec", e.intermediate_gb)):
                 if v:
                     self.budget_gb[key] = self.budget_gb.get(key, 0.0) + v
             return {"gpu"}
-        if isinstance(e, ev.KVCacheAllocated) and not e.upper_bound and e.total_gb and self._rank_ok(e.rank):
+        return set()
+
+    def _view_kv(self, e: Any) -> set[str]:
+        self.started_up = True
+        if not e.upper_bound and e.total_gb and self._rank_ok(e.rank):
             self.budget_gb["kv"] = self.budget_gb.get("kv", 0.0) + e.total_gb
             return {"gpu"}
-        if isinstance(e, ev.GraphCaptureEnd) and e.mem_usage_gb and self._rank_ok(e.rank):
+        return set()
+
+    def _view_graphs(self, e: Any) -> set[str]:
+        if e.mem_usage_gb and self._rank_ok(e.rank):
             self.budget_gb["graphs"] = self.budget_gb.get("graphs", 0.0) + e.mem_usage_gb
             return {"gpu"}
-        if isinstance(e, (ev.ReadySummary, ev.HttpServerUp, ev.WeightsLoadBegin, ev.DistributedInit)):
-            self.started_up = True
-        if isinstance(e, ev.ServerReady):
-            return {"header"}
-        if isinstance(e, ev.ServerArgsDump):
-            self.dumped_args = dict(e.args)
-            self._compare_live()
-            return {"args"}
-        if isinstance(e, ev.ConcurrencyCapped) and e.effective is not None:
-            self.runtime_caps["max_running_requests"] = e.effective
-            self.runtime_cap_events["max_running_requests"] = e
-            if e.max_mamba_cache_size is not None:
-                self.runtime_caps["max_mamba_cache_size"] = e.max_mamba_cache_size
-                self.runtime_cap_events["max_mamba_cache_size"] = e
-            self.mamba_slots_per_request = e.slots_per_request
-            self._compare_live()
-            return {"args"}
-        if isinstance(e, ev.ReadySummary) and e.max_running_requests is not None:
-            if "max_running_requests" not in self.runtime_caps:
-                self.runtime_caps["max_running_requests"] = e.max_running_requests
-                self.runtime_cap_events["max_running_requests"] = e
-            self.started_up = True
-            self._compare_live()
-            return {"args"}
-        if isinstance(e, ev.Traceback) and e.oom:
-            return {"gpu"}  # the GPU pane shows an OOM's numbers once it ended the run
         return set()
+
+    def _view_started(self, e: Any) -> set[str]:
+        self.started_up = True
+        return set()
+
+    def _view_ready(self, e: Any) -> set[str]:
+        return {"header"}
+
+    def _view_args(self, e: Any) -> set[str]:
+        self.dumped_args = dict(e.args)
+        self._compare_live()
+        return {"args"}
+
+    def _view_capped(self, e: Any) -> set[str]:
+        if e.effective is None:
+            return set()
+        self.runtime_caps["max_running_requests"] = e.effective
+        self.runtime_cap_events["max_running_requests"] = e
+        if e.max_mamba_cache_size is not None:
+            self.runtime_caps["max_mamba_cache_size"] = e.max_mamba_cache_size
+            self.runtime_cap_events["max_mamba_cache_size"] = e
+        self.mamba_slots_per_request = e.slots_per_request
+        self._compare_live()
+        return {"args"}
+
+    def _view_ready_summary(self, e: Any) -> set[str]:
+        self.started_up = True
+        if e.max_running_requests is None:
+            return set()
+        if "max_running_requests" not in self.runtime_caps:
+            self.runtime_caps["max_running_requests"] = e.max_running_requests
+            self.runtime_cap_events["max_running_requests"] = e
+        self._compare_live()
+        return {"args"}
+
+    def _view_traceback(self, e: Any) -> set[str]:
+        return {"gpu"} if e.oom else set()  # the GPU pane shows an OOM's numbers once it ended the run
 
     def _new_boot(self) -> None:
         """A new boot in the same log (a ``server_args=`` dump after an earlier one, or after a
@@ -1267,6 +1296,28 @@ def _norm(v: Any) -> Any:
 #: relaunch phase, ``log`` the current run's log and what the run fold reads from it, ``gpu``
 #: the GPU readings, ``server`` the live server's HTTP answers, ``args`` the resolved
 #: ServerArgs) and its handler; one explicit table instead of handler names built from strings
+#: event type -> the ConsoleState method showing it (None: nothing to show); filled by
+#: _view_handler on each type's first event
+_VIEW_BY_TYPE: dict[type, Callable[[ConsoleState, Any], set[str]] | None] = {}
+
+
+def _view_handler(cls: type, ev: Any) -> Callable[[ConsoleState, Any], set[str]] | None:
+    """The view handler of SGLang event type ``cls`` (``ev``: :mod:`mambaconsole.sglang.events`),
+    found along its base classes once, then kept in :data:`_VIEW_BY_TYPE`."""
+    table = {
+        ev.DecodeBatch: ConsoleState._view_decode, ev.WeightsLoaded: ConsoleState._view_weights,
+        ev.MambaCacheAllocated: ConsoleState._view_mamba, ev.KVCacheAllocated: ConsoleState._view_kv,
+        ev.GraphCaptureEnd: ConsoleState._view_graphs, ev.ReadySummary: ConsoleState._view_ready_summary,
+        ev.HttpServerUp: ConsoleState._view_started, ev.WeightsLoadBegin: ConsoleState._view_started,
+        ev.DistributedInit: ConsoleState._view_started, ev.ServerReady: ConsoleState._view_ready,
+        ev.ServerArgsDump: ConsoleState._view_args, ev.ConcurrencyCapped: ConsoleState._view_capped,
+        ev.Traceback: ConsoleState._view_traceback,
+    }
+    handler = next((table[k] for k in cls.__mro__ if k in table), None)
+    _VIEW_BY_TYPE[cls] = handler
+    return handler
+
+
 SLICES: dict[type, tuple[str, Callable[[ConsoleState, Any], set[str]]]] = {
     Connection: ("link", ConsoleState._on_Connection),
     NodeFacts: ("link", ConsoleState._on_NodeFacts),
