@@ -5,6 +5,7 @@ SGLang logs (tests/data/cases), never from the view's own output."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -177,7 +178,7 @@ async def test_truncated_log_starts_over_in_the_view():
         assert [ln.text for ln in app.log_pane._shown][-3:] == fresh
 
 
-async def test_filter_applies_to_new_lines_and_bad_regex_is_literal():
+async def test_filter_applies_to_new_lines_and_bad_regex_is_refused():
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
         w = await started(app, pilot)
@@ -187,8 +188,20 @@ async def test_filter_applies_to_new_lines_and_bad_regex_is_literal():
         assert [ln.text for ln in pane._shown] == [w.text(i) for i in (17, 27, 37)]
         w.write(100)  # lines 101..200: the filter keeps none of them; 117 does not match 000[1-3]7
         assert [ln.text for ln in pane._shown] == [w.text(i) for i in (17, 27, 37)]
-        pane.set_filter("n=0001(")  # not a regex: matched literally, the note says so
-        assert list(pane._shown) == [] and "not a regex" in pane._note
+        # not a regex: refused at the box, with Python's message; the filter in force stays
+        bad = "n=0001("
+        with pytest.raises(re.error) as why:
+            re.compile(bad)
+        pane.view.focus()
+        await pilot.press("f")
+        box = pane.query_one("#log-filter")
+        box.value = bad
+        await pilot.press("enter")
+        await pilot.pause()
+        assert [ln.text for ln in pane._shown] == [w.text(i) for i in (17, 27, 37)] and pane.filter_text != bad
+        assert str(pane.query_one("#log-filter-row Label").render()) == f"filter: not a regex: {why.value}"
+        assert box.has_focus and "not a regex" in pane._note
+        await pilot.press("escape")
         pane.set_filter("!n=000")
         assert [ln.text for ln in pane._shown] == [w.text(i) for i in range(100, 201)]  # n=00100 on
 

@@ -39,7 +39,8 @@ def is_own_poll(text: str) -> bool:
 
 def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
     """``(pattern, invert, error)`` for a filter string; ``!`` prefix inverts; a bad regex is
-    matched literally (error says so)."""
+    refused: no pattern, and ``error`` is Python's message (``not a regex: missing ), unterminated
+    subpattern at position 0``), never silently matched as plain text."""
     invert = text.startswith("!")
     body = text[1:] if invert else text
     if not body:
@@ -47,7 +48,7 @@ def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
     try:
         return re.compile(body, re.IGNORECASE), invert, None
     except re.error as exc:
-        return re.compile(re.escape(body), re.IGNORECASE), invert, f"not a regex ({exc}); matching literally"
+        return None, invert, f"not a regex: {exc}"
 
 
 class LogPane(Vertical):
@@ -199,6 +200,8 @@ class LogPane(Vertical):
             s.append(f" ▼ {self._new} new lines (End: follow) ", f"bold reverse {c.get('accent', 'magenta')}")
         else:
             s.append(" following " if self.following else " paused ", "dim")
+        if self._note:  # feedback to a key just pressed: where it is seen, before the counts
+            s.append(f" {self._note} ", f"bold reverse {c.get('warning', 'yellow')}")
         active = self._active_text()  # first: the part that changes what the rows mean
         if active:
             s.append(" ")
@@ -217,8 +220,6 @@ class LogPane(Vertical):
         else:
             s.append(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)")
         s.append(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)")
-        if self._note:
-            s.append(f"  {self._note}", c.get("warning", "yellow"))
         self._set_static("#log-status", s)
         self._status_key = (self.following, self._new)
 
@@ -279,6 +280,8 @@ class LogPane(Vertical):
         self._open("search", self.search_text)
 
     def action_filter(self) -> None:
+        self.query_one("#log-filter-row Label", Label).update("filter")
+        self.query_one("#log-filter", Input).remove_class("-invalid")
         self._open("filter", self.filter_text)
 
     def set_filter(self, text: str) -> None:
@@ -330,6 +333,17 @@ class LogPane(Vertical):
                 self.action_next_match()
         elif ev.input.id == "log-filter":
             ev.stop()
+            err = compile_filter(ev.value)[2]
+            label = self.query_one("#log-filter-row Label", Label)
+            if err:  # refused where it was typed; the box stays open, the filter in force stays
+                label.update(f"filter: {err}")
+                ev.input.add_class("-invalid")
+                self._note = f"filter refused: {err}"
+                if self._state:
+                    self._update_title(self._state)
+                return
+            label.update("filter")
+            ev.input.remove_class("-invalid")
             self._close(ev.input)
             if ev.value != self.filter_text:
                 self.set_filter(ev.value)
