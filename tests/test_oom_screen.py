@@ -73,3 +73,12 @@ async def test_the_oom_screen_names_the_allocation_and_its_flags(demo_home):
         text = str(spec.query_one("#spec-stats").render())
         assert f"OOM allocating {name} ({tried} GiB)" in text and "sized by:" in text
         assert "--mamba-scheduler-strategy extra_buffer" in " ".join(text.split())
+        # the same run as predicted from its arguments before the load (issue 18), beside the
+        # log's numbers: PyTorch's 'Tried to allocate X GiB ... of which Y GiB is free'
+        free = re.search(r"of which ([\d.]+) GiB is free", log)[1]
+        await wait_until(pilot, lambda: app.state.memory_plan is not None, timeout=60, what="the prediction")
+        await pilot.pause(0.3)
+        text = " ".join(str(spec.query_one("#spec-stats").render()).split())
+        assert (f"predicted before the load: out of memory allocating the Mamba pool: needs {float(tried):.1f} GiB, "
+                f"{float(free):.1f} free") in text, text
+        assert "--max-mamba-cache-size " in text.split("predicted before the load:")[1]

@@ -644,6 +644,13 @@ class ConsoleState:
             return None
         return oom_site(f.event.frames)
 
+    @property
+    def memory_plan(self) -> dict | None:
+        """The current run's memory budget as predicted from its resolved arguments before it
+        loaded (``mambaconsole plan --json``'s object, :func:`mambaconsole.sglang.budget.plan_from_node`),
+        carried by its :class:`Resolution`; None when none could be made."""
+        return (self.resolution or {}).get("memory_plan")
+
     def flag_values(self, flags) -> list[tuple[str, Any]]:
         """``(flag, resolved value)`` for each of ``flags`` the resolution has (its order)."""
         by_flag = {r.flag: r.value for r in self.rows}

@@ -391,6 +391,8 @@ class ConsoleApp(App[int]):
         env, cwd = self.feed.run_environment(run)
         try:
             res = await self.feed.resolve(split_launch(list(argv))[1], env=env, cwd=cwd)
+            if res.get("ok"):  # the run's memory as predicted from its arguments (the OOM screen's)
+                res = {**res, **await self.feed.memory_plan(res, list(argv), env=env, cwd=cwd)}
             self.post_message(M.Fed(Resolution(res, argv)))
         except Exception as exc:
             self._lost("resolve", exc)

@@ -41,7 +41,7 @@ from textual.screen import ModalScreen
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
-from mambaconsole.sglang.budget import one_line, plan_from_node
+from mambaconsole.sglang.budget import one_line
 from mambaconsole.sglang.load_checks import max_mamba_cache_size_at_load
 from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, ParserSpec
 from mambaconsole.ui import messages as M
@@ -614,21 +614,11 @@ class EditorScreen(ModalScreen[list[str] | None]):
             env, cwd = self.edited_run_env()
             res = await self.feed.resolve(args, env=env, cwd=cwd)
             if res.get("ok"):
-                res = {**res, **await self._memory_plan(res)}
+                res = {**res, **await self.feed.memory_plan(res, self.prefix + self.args, env=env, cwd=cwd)}
             self.same_args_warnings = await self._same_args_failures(args)
             self.post_message(M.PreflightDone(args, res))
         except Exception as exc:
             self.post_message(M.PreflightDone(args, None, str(exc)))
-
-    async def _memory_plan(self, res: dict) -> dict:
-        """``{"memory_plan": ...}`` (:func:`mambaconsole.sglang.budget.plan_from_node` on the
-        node's facts), or ``{"memory_plan_error": why}``."""
-        try:
-            model = str((res["fields"].get("model_path") or {}).get("value") or "")
-            facts = await self.feed.node_facts(model, self.prefix + self.args)
-            return {"memory_plan": plan_from_node(res, facts)}
-        except Exception as exc:  # noqa: BLE001 - the arguments' verdict stands without it
-            return {"memory_plan_error": str(exc)[:200]}
 
     async def _same_args_failures(self, args: list[str]) -> list[str]:
         """Warnings for earlier runs of these args that ended OOM or crashed. A run's outcome:

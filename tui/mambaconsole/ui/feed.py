@@ -433,14 +433,19 @@ class Feed:
             return await self._sim_json(["--sim-resolve", *args])
         return await self.warm_resolver(env, cwd).resolve(list(args))
 
-    async def node_facts(self, model_path: str, args: list[str] | None = None) -> dict:
+    async def node_facts(self, model_path: str, args: list[str] | None = None, *, env: dict[str, str] | None = None,
+                         cwd: str | None = None) -> dict:
         """What a memory plan reads on the node (``mambaconsole.agent.node_facts``' JSON): the
-        model's config.json and weights' bytes, the GPUs' memory; the simulated node answers
-        ``--sim-facts`` for its model and GPU (``args``: the run's, for ``--sim-gpu``). Cached
-        per model path for the session."""
+        model's config.json and weights' bytes, the GPUs' memory, read with the run's ``env``
+        and in its ``cwd`` (:meth:`run_environment`: a relative ``--model-path`` or ``HF_HOME``
+        is the run's); the simulated node answers ``--sim-facts`` for its model and GPU
+        (``args``: the run's, for ``--sim-gpu``). Cached per model path and folder for the
+        session (the GPU's free memory is read once: the plan assumes the old server's memory
+        is given back)."""
         cache = self._facts
-        if model_path in cache:
-            return cache[model_path]
+        key = f"{cwd or ''}\0{model_path}"
+        if key in cache:
+            return cache[key]
         if self.is_sim:
             gpu = flag_value(args or [], "--sim-gpu")
             facts = await self._sim_json(["--sim-facts"] + (["--sim-gpu", gpu] if gpu else []))
@@ -448,13 +453,29 @@ class Feed:
             from mambaconsole.node.runs import agent_script
 
             r = await self.node.run([self.settings.python, "-u", "-", model_path], input=agent_script("node_facts.py"),
-                                    env=self.settings.env or None, timeout=60)
+                                    env=env if env is not None else (self.settings.env or None), cwd=cwd, timeout=60)
             try:
                 facts = json.loads(r.out.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 raise ConsoleError(f"node facts failed: {(r.err.strip().splitlines() or ['no output'])[-1]}") from None
-        cache[model_path] = facts
+        cache[key] = facts
         return facts
+
+    async def memory_plan(self, resolved: dict, args: list[str] | None = None, *, env: dict[str, str] | None = None,
+                          cwd: str | None = None) -> dict:
+        """For a resolve result that SGLang accepted: ``{"memory_plan": ...}``
+        (:func:`mambaconsole.sglang.budget.plan_from_node` on :meth:`node_facts`), or
+        ``{"memory_plan_error": why}`` when no prediction can be made (no config.json, no GPU
+        readable, ...). Never raises: the arguments' verdict stands without it."""
+        from mambaconsole.sglang.budget import plan_from_node
+
+        try:
+            model = str((resolved["fields"].get("model_path") or {}).get("value") or "")
+            facts = await self.node_facts(model, args, env=env, cwd=cwd)
+            return {"memory_plan": plan_from_node({**resolved, "simulated": self.is_sim or resolved.get("simulated")},
+                                                  facts)}
+        except Exception as exc:  # noqa: BLE001 - any failure only means no prediction
+            return {"memory_plan_error": str(exc)[:200]}
 
     async def params(self, args: list[str] | None = None, *, env: dict[str, str] | None = None,
                      cwd: str | None = None) -> list[dict]:

@@ -86,6 +86,10 @@ def failure_text(state: ConsoleState, colors: dict[str, str]) -> Text:
         return t
     n = state.oom_numbers
     t.append(f"OOM allocating {site.name}" + (f" ({n.tried_gib:.2f} GiB)" if n is not None else ""), err)
+    plan = state.memory_plan  # the same run predicted from its arguments before the load (issue 18)
+    if plan is not None:
+        t.append("\npredicted before the load: ", "bold")
+        t.append(plan["verdict"], err if not plan["fits"] else "")
     t.append(f"\n{site.what}\nin {site.where}\n", "dim")
     t.append("sized by:\n", "bold")
     vals = dict(state.flag_values(site.flags))
@@ -99,6 +103,11 @@ def failure_text(state: ConsoleState, colors: dict[str, str]) -> Text:
         t.append("\n")
     if n is not None:
         t.append(n.describe(), "dim")
+    if plan is not None and plan.get("advice"):
+        t.append("\nwhat fits, predicted:\n", "bold")
+        for a in plan["advice"]:
+            t.append("  " + " ".join(f"{k} {v}" for k, v in a["flags"].items())
+                     + f" fits, {a['max_running_requests']} requests\n", "dim")
     return t
 
 
