@@ -366,3 +366,19 @@ def test_runs_adopts_only_on_request_or_from_its_own_tmux_session(node_home, tmp
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_console_header_says_the_log_lost_output():
+    from mambaconsole.node.runs import Run
+    from mambaconsole.state import ConsoleState
+    from mambaconsole.ui.feed import run_info
+    from mambaconsole.ui.header import status_text
+
+    lost = 3 * 2**20 + 2**19  # 3.5 MiB
+    run = Run.from_record({"run_id": "r1", "state": "running", "alive": True, "pid": 5,
+                           "log_lost_bytes": lost, "log_error": "No space left on device"})
+    assert run.state_text == "running; log lost 3.5 MiB (No space left on device)"
+    state = ConsoleState()
+    state.run = run_info(run)
+    text = status_text(state, {}).plain
+    assert "log lost 3.5 MiB (No space left on device)" in text and "the server kept running" in text

@@ -81,7 +81,7 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     elif s.notice:
         t.append(f" {s.notice}", styles.get("starting", "bold"))
     elif s.run is not None and s.run.log_lost:
-        t.append(f" ⚠ the run's {s.run.log_lost} on the node: the server kept running; its log has a gap",
+        t.append(f" ⚠ {s.run.log_lost} on the node; the server kept running, its log has a gap",
                  styles.get("starting", "bold"))
     elif s.request_error:
         what = "request error" if s.ready_seen else "traceback while starting (process alive)"
