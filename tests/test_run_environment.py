@@ -105,3 +105,19 @@ def test_in_folder_keeps_each_value_one_argument():
     assert in_folder(["x"], None) == ["x"]
     assert "'/tmp/a b; rm -rf x'" in command_line(cmd)
 
+
+
+async def test_the_gpu_reader_runs_with_the_servers_python(node_home):
+    """The GPU reader is the agent run by the node's --python (settings.python), where SGLang's
+    nvidia-ml-py is, not the python the stdlib agents use (agent_python; here one that does not
+    exist, so reading with it would fail)."""
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(python=sys.executable), agent_python="/nonexistent/python3", adopt=False)
+        try:
+            snap = await feed.gpu()
+        finally:
+            await feed.close()
+    assert not snap.available
+    # this test's python has pynvml (a dependency of the project): the reader got past the import
+    # and says why NVML gave no GPU (no driver on this machine)
+    assert "not importable" not in snap.reason and "pynvml" in snap.reason, snap.reason

@@ -304,6 +304,9 @@ class ArgRow:
     live: Any = None  # the value the live server reports (/server_info, its scheduler, the log)
     disagrees: bool = False
     live_from: str = ""  # where ``live`` was read: "/server_info", "scheduler", "log"
+    #: False when the resolution failed (SGLang's error or a usage error): ``value`` is then the
+    #: argv's or the default as parsed, not what SGLang resolved, so nothing "differs" from it
+    resolved: bool = True
 
 
 class SpecPoint(NamedTuple):
@@ -1191,7 +1194,10 @@ class ConsoleState:
     def _on_Resolution(self, ev: Resolution) -> set[str]:
         self.resolution = ev.result
         rows = []
+        resolved = not (ev.result.get("error") or ev.result.get("usage_error"))
         for name, f in (ev.result.get("fields") or {}).items():
+            if "option" in f and not f["option"]:
+                continue  # a ServerArgs field no command-line flag sets (internal state): not a flag
             writes = f.get("writes") or []
             last = writes[-1] if writes else None
             src = f.get("source", "default")
@@ -1204,6 +1210,7 @@ class ConsoleState:
                 value=f.get("value"), default=f.get("default"), source=src,
                 changed_by=changed_by if src in ("derived", "overridden") else "",
                 writer_file=(last or {}).get("file"), writer_line=(last or {}).get("line"),
+                resolved=resolved,
             ))
         self.rows = rows
         self._compare_live()
@@ -1221,7 +1228,8 @@ class ConsoleState:
         for row in self.rows:
             if row.field in live:
                 row.live, row.live_from = live[row.field]
-                row.disagrees = _norm(row.live) != _norm(row.value)
+                # no resolution, no difference: the live value is shown as live, not against a guess
+                row.disagrees = row.resolved and _norm(row.live) != _norm(row.value)
             else:
                 row.live, row.live_from, row.disagrees = None, "", False
 

@@ -109,7 +109,12 @@ def column_widths(width: int, flags: list[str], values: list[str], sources: list
 
 def value_cell(r: ArgRow, given, colors: dict[str, str]) -> Text:
     """The value column: the resolved value; ``given X`` on an overridden row; ``V → L live``
-    where the live server (or a cap SGLang logged) differs from the resolution."""
+    where the live server (or a cap SGLang logged) differs from the resolution; with no
+    resolution (it failed), the live value where the server reports one, marked ``live``."""
+    if not r.resolved and r.live_from:
+        text = Text(_show(r.live), no_wrap=True, overflow="ellipsis")
+        text.append(" live", "dim")
+        return text
     text = Text(_show(r.value), no_wrap=True, overflow="ellipsis")
     if r.disagrees:
         text.append(" → ", "bold")
@@ -245,7 +250,9 @@ class ArgsPane(Vertical, can_focus=False):
             note.append("usage error: " + str(res["usage_error"].get("message", "")), colors.get("error", "red"))
         elif res.get("error"):
             e = res["error"]
+            note.append("resolution failed: ", f"bold {colors.get('error', 'red')}")
             note.append(f"{e.get('type')}: {e.get('message')}  ({e.get('file')}:{e.get('line')})", colors.get("error", "red"))
+            note.append("\nvalues: the argv's and the defaults as parsed; 'live': what the server reports", "dim")
         else:
             if site is not None:
                 note.append("first: what sized the OOM's allocation\n", f"bold {colors.get('error', 'red')}")

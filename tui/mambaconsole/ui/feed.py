@@ -130,7 +130,8 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
 class Feed:
     """Talks to one node for the console. ``home`` is the node's MAMBACONSOLE_HOME ("" = the
     node's default); ``agent_python`` runs the stdlib agent scripts on the node, while
-    ``settings.python`` is the server's python (SGLang's, used for the resolver and launches);
+    ``settings.python`` is the server's python (SGLang's, used for the resolver, launches and
+    the GPU reader);
     ``adopt``: record a server this user started by hand (found by its command line) in a pane
     of the host's tmux session (``settings.session``) as an adopted run; any other only on
     request (``mambaconsole runs HOST --adopt``).
@@ -276,6 +277,13 @@ class Feed:
                 "failure": (f"{s.failure.exception or ''}: {s.failure.message or ''}".strip(": ") if s.failure else None)}
 
     # ----------------------------------------------------------------- gpu
+    @property
+    def gpu_python(self) -> str:
+        """The python the GPU reader runs with: the server's (``settings.python``, the node's
+        ``--python``), where SGLang's nvidia-ml-py (pynvml) is installed; the node's default
+        ``python3`` often has none and would read the GPUs through nvidia-smi or not at all."""
+        return self.settings.python or self.agent_python
+
     def _gpu_choice(self) -> str:
         return "sim" if self.sim_gpu_file else "auto"
 
@@ -285,7 +293,7 @@ class Feed:
         node's GPU file), until the iterator is closed (that stops the agent). Raises
         :class:`~mambaconsole.node.base.NodeError` when the stream breaks (connection lost,
         agent cannot start); the caller starts it again."""
-        batches = agent_record_batches(self.node, python=self.agent_python, interval=interval,
+        batches = agent_record_batches(self.node, python=self.gpu_python, interval=interval,
                                        gpu=self._gpu_choice(), sim_file=self.sim_gpu_file)
         self._gpu_streams += 1
         try:
@@ -321,7 +329,7 @@ class Feed:
     async def gpu(self) -> GpuSnapshot:
         """One GPU sample (see :meth:`gpu_stream`) from a short agent run: what
         :meth:`next_gpu` falls back to when no stream is running (or it went quiet)."""
-        hello, rec = await agent_once(self.node, python=self.agent_python, gpu=self._gpu_choice(),
+        hello, rec = await agent_once(self.node, python=self.gpu_python, gpu=self._gpu_choice(),
                                       sim_file=self.sim_gpu_file, timeout=30)
         snap = gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file))
         return snap or GpuSnapshot((), available=False, reason="no GPU record from the node agent", t=self.clock())
