@@ -71,3 +71,13 @@ async def test_a_refusal_naming_node_text_is_shown_as_text(node_home, no_config)
         assert isinstance(app.screen, ConfirmScreen)
         assert "eve[/]@[bold]host" in str(app.screen.query("Static").first().render())
         await pilot.press("n")
+
+
+def test_a_one_line_error_quoting_its_input_carries_no_escape(tmp_path):
+    """``inspect`` of a file name holding an escape: the one-line error quotes the name."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(tmp_path / "x\x1b]0;t\x07\x1b[2J")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "\x1b" not in r.stderr and "\x07" not in r.stderr, repr(r.stderr)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -120,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(ui_app.run(args) or 0)
     except ConsoleError as exc:
-        print(f"mambaconsole: error: {exc}", file=sys.stderr)
+        # the message may quote the node (a tmux error, an argv): no escape reaches the terminal
+        text = re.sub(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", lambda m: "\\x%02x" % ord(m.group(0)), str(exc))
+        print(f"mambaconsole: error: {text}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
