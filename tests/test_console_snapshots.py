@@ -23,7 +23,7 @@ from mambaconsole.ui.settings import HostSettings
 
 DATA = Path(__file__).parent / "data" / "console"
 NOW = 1796040000.0  # frozen clock (Unix seconds)
-SIZES = [(120, 40), (200, 60)]
+SIZES = [(80, 24), (120, 40), (200, 60)]  # 80x24: one pane at a time (ConsoleApp.compact)
 PY = "/opt/venv/bin/python"
 SIM = [PY, "-m", "mambaconsole.sim", "--sim-version", "0.5.11", "--sim-seed", "0", "--sim-speed", "1"]
 

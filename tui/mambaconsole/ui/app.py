@@ -152,6 +152,10 @@ class ConsoleApp(App[int]):
         self._resolved_for: tuple | None = None
         self._args_cols = 5  # args : log = _args_cols : 10 - _args_cols
         self._top_rows = 13
+        #: one pane at a time (a small terminal: on_resize); which one
+        self.compact = False
+        self._compact_pane = "log"
+        self._layout_done = False
         self.relaunching = False
         self._idle_offset = -1
         self._following_run: str | None = None
@@ -209,6 +213,7 @@ class ConsoleApp(App[int]):
         if self.start_workers:
             self.start_feeds()
         self.query_one("#log-view").focus()
+        self._fit_layout(self.size.width, self.size.height)
         # what startup built (Textual, the panes, SGLang knowledge) lives as long as the app:
         # out of the collector's full passes, which otherwise rescan it all (~50 ms, a dropped
         # frame) every few seconds while a log floods in
@@ -220,8 +225,45 @@ class ConsoleApp(App[int]):
 
     def _apply_sizes(self) -> None:
         g = self.main_screen.query_one("#panes", Grid)
-        g.styles.grid_columns = f"{self._args_cols}fr {10 - self._args_cols}fr"
-        g.styles.grid_rows = f"{self._top_rows} 1fr"
+        if self.compact:
+            g.styles.grid_size_columns, g.styles.grid_size_rows = 1, 1
+            g.styles.grid_columns = g.styles.grid_rows = "1fr"
+        else:
+            g.styles.grid_size_columns, g.styles.grid_size_rows = 2, 2
+            g.styles.grid_columns = f"{self._args_cols}fr {10 - self._args_cols}fr"
+            g.styles.grid_rows = f"{self._top_rows} 1fr"
+
+    #: below this many columns or rows the screen shows one pane at a time (``compact``)
+    COMPACT_BELOW = (100, 30)
+    PANES = ("gpu", "spec", "args", "log")
+
+    def on_resize(self, event) -> None:
+        """Below :data:`COMPACT_BELOW` (a laptop's 80x24 SSH window): one pane at a time, the
+        pane keys 1-4 switch it (like btop's presets); the app gets the ``-compact`` class, which
+        app.tcss also uses to tighten the editor."""
+        self._fit_layout(event.size.width, event.size.height)
+
+    def _fit_layout(self, w: int, h: int) -> None:
+        compact = w < self.COMPACT_BELOW[0] or h < self.COMPACT_BELOW[1]
+        if compact == self.compact and self._layout_done:
+            return
+        if not hasattr(self, "log_pane"):
+            return  # not mounted yet: on_mount fits it
+        self.compact = compact
+        self._layout_done = True
+        self.set_class(compact, "-compact")
+        self._apply_sizes()
+        self._show_compact_pane()
+
+    def _show_compact_pane(self) -> None:
+        """In compact mode only the chosen pane is displayed, its title naming the pane keys."""
+        for name in self.PANES:
+            pane = self.main_screen.query_one(f"#{name}")
+            shown = not self.compact or name == self._compact_pane
+            pane.display = shown
+            pane.border_subtitle = "1 gpu · 2 spec · 3 args · 4 log" if self.compact and shown else ""
+        if self.compact:
+            self.refresh_panes({self._compact_pane})
 
     def _tick(self) -> None:
         """Once a second: the header's clocks (and the spec pane's "last seen" of a run that is
@@ -639,6 +681,9 @@ class ConsoleApp(App[int]):
         """Focus pane ``which`` now (Screen.set_focus, not Widget.focus, which defers it to the
         next idle: ``1z`` typed quickly zoomed the pane focused before)."""
         target = {"gpu": "#gpu", "spec": "#spec", "args": "#args-table", "log": "#log-view"}[which]
+        if self.compact and which != self._compact_pane:
+            self._compact_pane = which
+            self._show_compact_pane()
         w = self.query_one(target)
         self.screen.set_focus(w if w.can_focus else self.query_one(f"#{which}"))
 

@@ -38,3 +38,15 @@ class KeyFooter(Footer):
                 return
             self._shown = shown
             self.call_after_refresh(self.recompose)
+
+    #: narrower than this many columns: compact key hints, no palette key at the right (it is
+    #: docked over the last hints there; ctrl+p still opens the palette)
+    NARROW = 100
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < self.NARROW
+        if (self.compact, self.show_command_palette) != (narrow, not narrow):
+            self.compact, self.show_command_palette = narrow, not narrow
+            self._shown = None
+            if self._bindings_ready:
+                self.call_after_refresh(self.recompose)

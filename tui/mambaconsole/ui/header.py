@@ -111,4 +111,22 @@ class StatusBar(Static):
                 parts.append(v.get(p[1:], "red") if p.startswith("$") else p)
             styles[word] = " ".join(parts)
         styles["simulated"] = f"bold reverse {v.get('warning', 'yellow')}"
-        update_static(self, status_text(state, styles), lines=2)  # height: 2, whatever the text: never a layout
+        update_static(self, fit_lines(status_text(state, styles), self.size.width),
+                      lines=2)  # height: 2, whatever the text: never a layout
+
+    def on_resize(self) -> None:
+        if getattr(self.app, "state", None) is not None:
+            self.refresh_from(self.app.state)
+
+
+def fit_lines(text: Text, width: int) -> Text:
+    """Each line of ``text`` cut to ``width`` cells with an ellipsis: a line never wraps onto
+    the next (at 80 columns the first line wrapped and pushed the failure line out)."""
+    if width <= 0:
+        return text
+    lines = text.split("\n", allow_blank=True)
+    for ln in lines:
+        ln.truncate(width, overflow="ellipsis")
+    out = Text("\n").join(lines)
+    out.no_wrap = True
+    return out
