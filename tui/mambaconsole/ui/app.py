@@ -45,8 +45,10 @@ BACKOFF_CAP = 30.0
 PAGE_BYTES = 1 << 20
 #: seconds of log folding per turn of the app's message queue (keys go between turns)
 LOG_SLICE_S = 0.012
-#: while log lines are still waiting, the panes are redrawn at most this often (seconds)
-LOG_DRAW_S = 0.1
+#: while log lines are still waiting, the log pane and the header are redrawn at most this
+#: often (seconds), the other panes at most every LOG_DRAW_ALL_S
+LOG_DRAW_S = 0.25
+LOG_DRAW_ALL_S = 2.0
 #: the runs listing backs off up to this many poll intervals while nothing changes (the
 #: current run's own status changes reach us at once through its log stream)
 RUNS_IDLE_FACTOR = 5
@@ -169,7 +171,7 @@ class ConsoleApp(App[int]):
         self._poll_timers: dict[str, object] = {}  # poll -> its armed timer
         self._intake = LogIntake()  # log lines received, not folded in yet
         self._log_changed: set[str] = set()  # panes the folded lines changed, not redrawn yet
-        self._drawn_at = 0.0
+        self._drawn_at = self._drawn_all_at = 0.0
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -476,10 +478,20 @@ class ConsoleApp(App[int]):
         self._check_follow()
         more = self._intake.pending
         now = time.perf_counter()
-        if not more or now - self._drawn_at >= LOG_DRAW_S:
+        if not more:
             self.refresh_panes(changed)
             changed.clear()
+            self._drawn_at = self._drawn_all_at = now
+        elif now - self._drawn_at >= LOG_DRAW_S:
+            # behind: the log and the header often, the other panes (a new layout each, as
+            # their text changes height) once a second
+            all_due = now - self._drawn_all_at >= LOG_DRAW_ALL_S
+            every = set(changed) if all_due else changed & {"log", "header"}
+            self.refresh_panes(every)
+            changed -= every
             self._drawn_at = now
+            if all_due:
+                self._drawn_all_at = now
         if more:
             # not straight back into the queue: Textual's message loop takes a queued message
             # without a turn of the event loop, so keys (from the driver's thread), the screen's

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
 from mambaconsole.state import ArgRow, ConsoleState
+from mambaconsole.ui.redraw import update_static
 
 FILTERS = ("all", "non-default", "changed", "live")
 #: the columns' cell padding (DataTable's default 1 each side) and the vertical scrollbar
@@ -273,7 +274,8 @@ class ArgsPane(Vertical, can_focus=False):
                     "changed": "SGLang changed no field of this argv",
                     "non-default": "every field is at SGLang's default",
                 }.get(self.mode, "no field"), "dim")
-        self.query_one("#args-note", Static).update(note)
+        # the same note again (a flood of log lines refreshes the pane): no repaint, no layout
+        update_static(self.query_one("#args-note", Static), note)
 
     def _layout_columns(self, table: DataTable, flags: list[str], values: list[str], sources: list[str],
                         writers: list[str]) -> None:

@@ -201,10 +201,12 @@ class SpecPane(Vertical, can_focus=True):
         box = self.query_one("#spec-stats", Static)
         # height: auto: a new layout only when the text's height may change (rows, or a row
         # wider than the box), not for every decode batch (a flood of them is 20 frames/s)
+        # the rows the text takes, wrapped at the box's width: a layout only when that changes
         rows = stats.plain.split("\n")
-        shape = (len(rows), max(cell_len(r) for r in rows) > box.size.width)
+        w = max(1, box.size.width)
+        shape = sum(max(1, -(-cell_len(r) // w)) for r in rows)
         if stats != getattr(self, "_shown", None):  # the same text again: no repaint at all
-            box.update(stats, layout=shape != getattr(self, "_shape", None) or shape[1])
+            box.update(stats, layout=shape != getattr(self, "_shape", None))
             self._shown = stats
         self._shape = shape
 
