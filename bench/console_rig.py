@@ -5,7 +5,8 @@ state, panes), and a realistic line mix. Not a benchmark itself.
 - :func:`mix_lines`: SGLang log lines in the proportions of ``bench/parse_throughput.py``
   (every format the parser knows: decode and prefill batches of both generations, scheduler
   debug lines, request traces, uvicorn access lines, warnings, memory lines, a scheduler
-  traceback, progress bars), with their timestamps.
+  traceback, progress bars), with their timestamps; or (:data:`SERVING`) a long-running
+  server's: the same without the startup formats, with failed requests' tracebacks.
 - :data:`BOOT`: the boot of a real SGLang 0.5.23 server, up to its ready line
   (``tests/data/logs/real-0.5.23-qnext.log``).
 - :func:`make_run`: a run record on the node (``runs/<id>/`` with ``argv.json`` and
@@ -37,12 +38,32 @@ _boot = BOOT_LOG.read_text().splitlines(keepends=True)
 BOOT = "".join(_boot[:next(i for i, ln in enumerate(_boot) if "fired up and ready to roll" in ln) + 1])
 
 
-def mix_lines(n: int, seed: int = 1234, t0: float | None = None, rate: float = 20_000.0) -> list[str]:
+#: a request that failed in the HTTP handler while the server goes on serving (uvicorn's lines
+#: around a traceback; tests/data/logs/request-error.log, its middle frames left out)
+REQUEST_ERROR = (
+    '[{ts}] INFO:     127.0.0.1:{b} - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+    "[{ts}] ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/uvicorn/protocols/http/httptools_impl.py", line 399, in run_asgi\n'
+    "    result = await app(  # type: ignore[func-returns-value]\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/transformers/tokenization_utils_base.py", line 2025, in get_chat_template\n'
+    "    raise ValueError(\n"
+    "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template "
+    "argument was passed!")
+#: the startup-only formats (weights, pools, graph capture, a scheduler's crash, progress bars):
+#: in a long log they belong to its boot, not to its middle
+_STARTUP = ("Load weight end", "Cache is allocated", "CUDA graph end", "Scheduler hit an exception", "Capturing batches")
+#: a long-running server's lines: the mix without the startup formats, with request errors
+SERVING = [(w, t) for w, t in TEMPLATES if not any(k in t for k in _STARTUP)] + [(0.2, REQUEST_ERROR)]
+
+
+def mix_lines(n: int, seed: int = 1234, t0: float | None = None, rate: float = 20_000.0,
+              templates: list = TEMPLATES) -> list[str]:
     """``n`` lines of the realistic mix (each ending with a newline; a traceback is several
-    lines), stamped as if written at ``rate`` lines/s from ``t0`` (unix seconds, default now)."""
+    lines), stamped as if written at ``rate`` lines/s from ``t0`` (unix seconds, default now).
+    ``templates``: :data:`TEMPLATES` (every format the parser knows) or :data:`SERVING`."""
     rng = random.Random(seed)
-    weights = [w for w, _ in TEMPLATES]
-    tmpls = [t for _, t in TEMPLATES]
+    weights = [w for w, _ in templates]
+    tmpls = [t for _, t in templates]
     t0 = time.time() if t0 is None else t0
     out: list[str] = []
     while len(out) < n:
@@ -54,10 +75,11 @@ def mix_lines(n: int, seed: int = 1234, t0: float | None = None, rate: float = 2
 
 
 def write_log(path: Path, nbytes: int, *, seed: int = 7) -> int:
-    """A log of about ``nbytes``: :data:`BOOT`, then the mix (8 MiB of it, repeated: writing
-    1 GiB takes seconds, not minutes), then 2,000 fresh lines; returns its size."""
-    block = "".join(mix_lines(40_000, seed, t0=time.time() - 2 * 86400)).encode()
-    tail = "".join(mix_lines(2000, seed + 1, t0=time.time() - 5)).encode()
+    """A log of about ``nbytes``: :data:`BOOT`, then the serving mix (:data:`SERVING`; 8 MiB of
+    it, repeated: writing 1 GiB takes seconds, not minutes), then 2,000 fresh lines; returns
+    its size."""
+    block = "".join(mix_lines(40_000, seed, t0=time.time() - 2 * 86400, templates=SERVING)).encode()
+    tail = "".join(mix_lines(2000, seed + 1, t0=time.time() - 5, templates=SERVING)).encode()
     with open(path, "wb") as f:
         f.write(BOOT.encode())
         left = nbytes - len(BOOT) - len(tail)
