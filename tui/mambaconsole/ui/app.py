@@ -635,6 +635,21 @@ class ConsoleApp(App[int]):
     async def action_quit_console(self) -> None:
         self.exit(0)
 
+    def action_help_quit(self) -> None:
+        """ctrl+c: quit (Textual's default only says which key quits); while a relaunch is in
+        flight, ask first (quitting leaves the node wherever the relaunch got to)."""
+        if not self.relaunching:
+            self.exit(0)
+            return
+        from mambaconsole.ui.confirm import ConfirmScreen
+
+        if isinstance(self.screen, ConfirmScreen):
+            return
+        self.push_screen(ConfirmScreen("A relaunch is in flight. Quit anyway?",
+                                       "Quitting cancels it wherever it has got to (stopping the old run, "
+                                       "starting the new one, or waiting for it).", "Quit"),
+                         lambda yes: self.exit(0) if yes else None)
+
     def action_keys(self) -> None:
         from mambaconsole.ui.editor import EditorScreen
         from mambaconsole.ui.help import HelpScreen, key_groups

@@ -197,7 +197,8 @@ class LogPane(Vertical):
         self._set_static("#log-title", t)
         s = Text(no_wrap=True, overflow="ellipsis")
         if self._new:
-            s.append(f" ▼ {self._new} new lines (End: follow) ", f"bold reverse {c.get('accent', 'magenta')}")
+            s.append(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
+                     f"bold reverse {c.get('accent', 'magenta')}")
         else:
             s.append(" following " if self.following else " paused ", "dim")
         if self._note:  # feedback to a key just pressed: where it is seen, before the counts

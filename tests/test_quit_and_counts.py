@@ -1,0 +1,56 @@
+"""ctrl+c quits (Textual's default only showed a hint), after a confirmation while a relaunch
+is in flight; the log's count of unseen lines says "1 new line". The recorded simulated run
+of the snapshot tests."""
+
+from __future__ import annotations
+
+from mambaconsole.state import LogLine, LogLines
+from test_console_snapshots import feed_recorded, frozen_app
+
+
+
+
+async def test_ctrl_c_quits_at_once_or_asks_during_a_relaunch(monkeypatch):
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        app.relaunching = True
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running and type(app.screen).__name__ != "ConfirmScreen"
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    assert app.return_code == 0
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
+
+
+async def test_one_unseen_line_is_one_new_line(monkeypatch):
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        log = app.log_pane
+        await pilot.press("4", "home")  # scrolled up: paused
+        await pilot.pause()
+        assert not log.following
+        run = app.state.run.run_id
+        app.state.apply(LogLines(run, (LogLine(run, app.state.log_offset, "[2026-11-30 14:14:00] one more"),)))
+        app.state.flush_log()
+        app.refresh_panes({"log"})
+        await pilot.pause()
+        status = log.query_one("#log-status").render().plain
+        assert "▼ 1 new line (End: follow)" in status, status
