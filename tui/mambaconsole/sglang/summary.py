@@ -16,6 +16,7 @@ from typing import Any
 
 from mambaconsole.sglang import events as E
 from mambaconsole.sglang.capacity import Capacity, Sample, capacity, pool_from_usage
+from mambaconsole.sglang.flags import usable
 from mambaconsole.sglang.run_fold import (  # noqa: F401 - the fold's types, re-exported
     OUTCOMES, Boot, Failure, RankMemory, RunFold, is_draft_arch, rank_sort_key,
 )
@@ -128,6 +129,17 @@ def summarize(events: Iterable[E.Event], version: str | None = None) -> LogSumma
     return summary_of(RunFold().feed_all(events), version)
 
 
+#: the flags that size the KV and Mamba pools and the CUDA graphs, as 0.5.9-0.5.13 name them;
+#: a hint names each as the log's SGLang version accepts it (mambaconsole.sglang.flags.usable:
+#: 0.5.23 takes --mamba-radix-cache-strategy and --cuda-graph-max-bs-decode instead)
+_POOL_FLAGS = ("--mem-fraction-static", "--max-mamba-cache-size", "--mamba-full-memory-ratio",
+               "--mamba-scheduler-strategy", "--cuda-graph-max-bs")
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _findings(s: LogSummary) -> list[Finding]:
     out: list[Finding] = []
     b = s.last
@@ -199,8 +211,7 @@ def _findings(s: LogSummary) -> list[Finding]:
                         "cannot fix it (more GPUs with --tp, or a smaller or pre-quantised checkpoint)",
                 # after the weights: the pools and the graphs are sized by flags
                 "startup": "; after the weights, while the KV and Mamba cache pools or the CUDA graphs took "
-                           "memory: --mem-fraction-static, --max-mamba-cache-size, --mamba-full-memory-ratio, "
-                           "--mamba-scheduler-strategy and --cuda-graph-max-bs size them",
+                           "memory: " + _and(usable(list(_POOL_FLAGS), s.version)) + " size them",
             }.get(f.phase or "", "")
             out.append(Finding("oom", f"out of memory ({f.event.oom}) in phase {f.phase or 'unknown'}{why}"))
     if b.http_up and not b.ready and f is not None and f.phase == "startup":

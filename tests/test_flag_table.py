@@ -1,0 +1,58 @@
+"""The flag table generated from SGLang's own parsers (scripts/gen_flag_table.py) and the
+hints that name only flags the log's version accepts. Expected values are what the issue and
+SGLang's release notes say: 0.5.23 rejects --cuda-graph-max-bs, --cuda-graph-bs, the
+piecewise family, --stream-output, --enable-gdn-replayssm-spec; the Mamba strategy flag was
+renamed in 0.5.14 and its old name removed by 0.5.20."""
+
+from __future__ import annotations
+
+import pytest
+
+from mambaconsole.sglang import flags as F
+from mambaconsole.sglang.flag_table import ACCEPTED, VERSIONS
+from mambaconsole.sglang.inspect import inspect_text
+
+
+def test_table_covers_the_releases():
+    assert VERSIONS == [f"0.5.{n}" for n in range(9, 24)]
+    assert all(len(ACCEPTED[v]) > 300 for v in VERSIONS)
+
+
+@pytest.mark.parametrize("flag", ["--cuda-graph-max-bs", "--cuda-graph-bs", "--piecewise-cuda-graph-max-tokens",
+                                  "--piecewise-cuda-graph-tokens", "--stream-output", "--enable-gdn-replayssm-spec",
+                                  "--mamba-scheduler-strategy"])
+def test_0523_rejects(flag):
+    assert F.accepts(flag, "0.5.23") is False and F.status(flag, "0.5.23") == "removed"
+
+
+def test_mamba_strategy_rename():
+    old, new = "--mamba-scheduler-strategy", "--mamba-radix-cache-strategy"
+    assert F.status(old, "0.5.11") == "accepted" and F.status(new, "0.5.11") == "never"
+    assert F.status(old, "0.5.14") == "deprecated" and F.accepts(new, "0.5.14")
+    assert F.replacement(old, "0.5.23") == new
+    assert F.status("--max-mamba-cache-size=24", "0.5.13.post1") == "accepted"
+
+
+def test_unknown_versions_are_not_guessed():
+    assert F.accepts("--cuda-graph-max-bs", None) is None
+    assert F.status("--cuda-graph-max-bs", "0.0.0.dev13403+ge16efa89c") == "unknown"
+    assert F.usable(["--cuda-graph-max-bs"], "0.6.0") == ["--cuda-graph-max-bs"]
+
+
+def _startup_oom(version_line: str) -> str:
+    text = (f"{version_line}\n"
+            "[2026-01-01 10:00:00] Load weight end. type=Qwen3NextForCausalLM, avail mem=30.00 GB, mem usage=40.00 GB.\n"
+            "[2026-01-01 10:00:01] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/x/sglang/srt/model_executor/model_runner.py", line 9, in init_memory_pool\n'
+            "    pool()\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    r = inspect_text(text)
+    return next(f["message"] for f in r["findings"] if f["code"] == "oom")
+
+
+def test_oom_hint_names_flags_the_version_accepts():
+    new = _startup_oom("sglang==0.5.23")
+    assert "--mamba-scheduler-strategy" not in new and "--cuda-graph-max-bs " not in new
+    assert "--mamba-radix-cache-strategy" in new and "--cuda-graph-max-bs-decode" in new
+    old = _startup_oom("sglang==0.5.11")
+    assert "--mamba-scheduler-strategy" in old and "--cuda-graph-max-bs size" in old
