@@ -56,3 +56,15 @@ def test_oom_hint_names_flags_the_version_accepts():
     assert "--mamba-radix-cache-strategy" in new and "--cuda-graph-max-bs-decode" in new
     old = _startup_oom("sglang==0.5.11")
     assert "--mamba-scheduler-strategy" in old and "--cuda-graph-max-bs size" in old
+
+
+def test_sglang_serve_positional_model_path():
+    """``sglang serve MODEL`` (0.5.19+): the positional is the model path where argv is read;
+    editing it keeps it positional; other launchers have no positional model."""
+    from mambaconsole.sglang.argv import LaunchCommand
+
+    c = LaunchCommand.parse("sglang serve Qwen/Qwen3-Next-80B-A3B --tp 2")
+    assert c.get("model_path") == "Qwen/Qwen3-Next-80B-A3B" and c.fields()["tp_size"] == "2"
+    assert c.set("model_path", "/models/q").render() == "sglang serve /models/q --tp 2"
+    assert c.remove("model_path").fields() == {"tp_size": "2"}
+    assert LaunchCommand.parse("python3 -m sglang.launch_server --model-path m --tp 2").get("model_path") == "m"

@@ -350,11 +350,21 @@ class LaunchCommand:
                 return o.field
         return flag_field(flag)
 
+    def _positional_model(self) -> int | None:
+        """Position in ``args`` of ``sglang serve MODEL``'s positional model path (the
+        ``sglang serve`` CLI, 0.5.19+, takes the model as its first positional argument and
+        ``--model-path`` too); None for other launchers or without one."""
+        if self.program[-1:] != ("serve",):
+            return None
+        return next((i for i, a in enumerate(self.args) if a.flag is None), None)
+
     def indexes(self, name: str, spec: ParserSpec | None = None) -> list[int]:
         """Positions in ``args`` of every flag that sets the field ``name`` (a field name or
-        any of its flags)."""
+        any of its flags), the positional model path of ``sglang serve`` for ``model_path``."""
         target = self._field_of(name, spec) if name.startswith("-") else flag_field(name)
-        return [i for i, a in enumerate(self.args) if a.flag is not None and self._field_of(a.flag, spec) == target]
+        out = [i for i, a in enumerate(self.args) if a.flag is not None and self._field_of(a.flag, spec) == target]
+        pos = self._positional_model() if target == "model_path" else None
+        return sorted(out + [pos]) if pos is not None else out
 
     def get(self, name: str, spec: ParserSpec | None = None) -> str | bool | None:
         """The value given for a field (the last occurrence wins, as argparse does); True for
@@ -369,9 +379,12 @@ class LaunchCommand:
         """Every given field → the item that sets it (the last occurrence wins, as argparse
         does), in the order the fields first appear; the flag is kept as written."""
         out: dict[str, LaunchArg] = {}
-        for a in self.args:
+        pos = self._positional_model()
+        for i, a in enumerate(self.args):
             if a.flag is not None:
                 out[self._field_of(a.flag, spec)] = a
+            elif i == pos:
+                out["model_path"] = a
         return out
 
     def fields(self, spec: ParserSpec | None = None) -> dict[str, str | bool]:
@@ -397,6 +410,11 @@ class LaunchCommand:
         args = list(self.args)
         if idx:
             first = args[idx[0]]
+            if first.flag is None:  # sglang serve's positional model path: stays positional
+                args[idx[0]] = LaunchArg(None, text, False)
+                for k in reversed(idx[1:]):
+                    del args[k]
+                return replace(self, args=tuple(args))
             flag = first.flag or name
             if spec is not None:
                 o, _ = spec.lookup(flag)
