@@ -382,3 +382,35 @@ def test_the_console_header_says_the_log_lost_output():
     state.run = run_info(run)
     text = status_text(state, {}).plain
     assert "log lost 3.5 MiB (No space left on device)" in text and "the server kept running" in text
+
+
+async def test_the_console_names_a_server_it_did_not_adopt(node_home):
+    """The console (Feed with adoption on) leaves a hand-started server outside its tmux session
+    alone and the header says how to adopt it."""
+    import uuid
+
+    from mambaconsole.node.local import LocalNode
+    from mambaconsole.state import ConsoleState
+    from mambaconsole.ui.feed import Feed
+    from mambaconsole.ui.header import status_text
+    from mambaconsole.ui.settings import HostSettings
+
+    tag = uuid.uuid4().hex
+    proc = _hand_server(tag)
+    try:
+        _wait_argv(proc.pid, tag)
+        async with LocalNode() as node:
+            feed = Feed(node, HostSettings(), adopt=True)
+            listed = await feed.runs()
+        assert not any(r.argv and r.argv[-1] == tag for r in listed.runs)
+        (mine,) = [o for o in listed.not_adopted if o["pid"] == proc.pid]
+        assert mine["argv"][-1] == tag and mine["tmux_session"] is None
+        state = ConsoleState()
+        state.host = "local"
+        state.apply(type(listed)(runs=(), current=None, not_adopted=(mine,)))
+        text = status_text(state, {}).plain
+        assert f"a server of yours runs outside tmux (pid {proc.pid}), not adopted: mambaconsole runs local --adopt" \
+            in text
+    finally:
+        proc.kill()
+        proc.wait()

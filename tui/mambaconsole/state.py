@@ -176,10 +176,13 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class RunsListed:
-    """The node's run history, oldest first; ``current`` is the run the console follows."""
+    """The node's run history, oldest first; ``current`` is the run the console follows;
+    ``not_adopted``: this user's servers the store left alone (outside its tmux session), each
+    ``{"pid", "argv", "started", "tmux_session"}`` (see RunStore.list_with_others)."""
 
     runs: tuple[RunInfo, ...]
     current: str | None
+    not_adopted: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -452,6 +455,8 @@ class ConsoleState:
         self.reconnect_attempts = 0
         self.retry_at: float | None = None
         self.notice: str | None = None  # one line for the header (the run changed under us, ...)
+        #: this user's servers the run store left alone (RunsListed.not_adopted): the header names them
+        self.not_adopted: tuple[dict, ...] = ()
         # when the current run's server last gave data (a log line, /server_info, /metrics):
         # the header's "data N s ago", which ages once the server stops
         self.last_data: float | None = None
@@ -755,6 +760,7 @@ class ConsoleState:
 
     def _on_RunsListed(self, ev: RunsListed) -> set[str]:
         self.runs = list(ev.runs)
+        self.not_adopted = ev.not_adopted
         self._runs_t = self.clock()
         cur = next((r for r in ev.runs if r.run_id == ev.current), None)
         changed = {"runs"}

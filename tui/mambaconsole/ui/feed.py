@@ -186,15 +186,22 @@ class Feed:
 
     # ----------------------------------------------------------------- runs
     async def runs(self) -> RunsListed:
-        """The node's runs (a server started by hand is adopted first); the current run is the
-        newest live one, else the newest."""
-        runs = sorted(await self.store.list(adopt="session" if self.adopt else False, session=self.settings.session),
-                      key=lambda r: (r.started or 0.0, r.run_id))
+        """The node's runs (with ``adopt``, a server started by hand in the host's tmux session
+        is adopted first; this user's others are named in ``not_adopted``); the current run is
+        the newest live one, else the newest."""
+        left: list[dict] = []
+        if self.adopt:
+            listed, _others, left = await self.store.list_with_others(adopt="session", session=self.settings.session)
+        else:
+            listed = await self.store.list(adopt=False)
+        runs = sorted(listed, key=lambda r: (r.started or 0.0, r.run_id))
         infos = tuple(run_info(r) for r in runs)
         ours = [r for r in runs if r.alive and not r.adopted]
         live = [r for r in runs if r.alive]
         cur = (ours or live or runs or [None])[-1]
-        return RunsListed(runs=infos, current=cur.run_id if cur else None)
+        return RunsListed(runs=infos, current=cur.run_id if cur else None,
+                          not_adopted=tuple({k: o.get(k) for k in ("pid", "argv", "started", "tmux_session")}
+                                            for o in left))
 
     # ----------------------------------------------------------------- log
     async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines | RunStatus]:

@@ -90,6 +90,11 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     elif s.no_sglang:
         t.append(f" ⚠ {s.python} on the node has no sglang: watching only; launch, relaunch and pre-flight need "
                  "SGLang's python (--python PATH, or python in the settings)", styles.get("starting", "bold"))
+    elif s.run is None and s.not_adopted:
+        o = s.not_adopted[0]
+        where = f"tmux session {o['tmux_session']}" if o.get("tmux_session") else "outside tmux"
+        t.append(f" a server of yours runs {where} (pid {o.get('pid')}), not adopted: "
+                 f"mambaconsole runs {s.host or 'HOST'} --adopt adopts it", styles.get("starting", "bold"))
     elif s.run is not None and s.run.argv:
         t.append(" " + " ".join(s.run.argv), "dim")
     return t
