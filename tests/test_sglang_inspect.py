@@ -28,7 +28,7 @@ def inspect(capsys, case: str, name: str = "input.log") -> dict:
     assert set(r["concurrency"]) == {"requested", "effective", "slots_per_request"}
     assert set(r["spec"]) == {"enabled", "batches", "mean_accept_len", "collapsed"}
     if r["failure"] is not None:
-        assert set(r["failure"]) == {"phase", "exception", "message", "rank", "oom"}
+        assert set(r["failure"]) == {"phase", "exception", "message", "rank", "where", "oom"}
         if r["failure"]["oom"] is not None:
             assert set(r["failure"]["oom"]) == {"tried_gib", "gpu", "capacity_gib", "free_gib", "in_use_gib",
                                                 "allocated_gib", "reserved_unallocated_gib", "graph_pools_gib", "fragmentation"}

@@ -80,6 +80,8 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
                      + (f" on {f['rank']}" if f["rank"] else ""))
         if f["message"]:
             lines.append("  " + display_text(f["message"].splitlines()[0])[:300])
+        if f.get("where"):
+            lines.append("  raised at " + display_text(f["where"]))
         if f.get("oom"):
             lines.append("  out of memory: " + TorchOom(**{k: v for k, v in f["oom"].items() if k != "fragmentation"}).describe())
     m = r["memory_gb"]

@@ -7,7 +7,8 @@ SGLang printed them, memory in SGLang's "GB". ``capacity`` is the Mamba slot pic
 ``failure.oom`` (added in session 3): PyTorch's OOM numbers in GiB (``tried_gib``, ``gpu``,
 ``capacity_gib``, ``free_gib``, ``in_use_gib``, ``allocated_gib``, ``reserved_unallocated_gib``, ``graph_pools_gib``,
 ``fragmentation``; :class:`mambaconsole.sglang.events.TorchOom`), None when the failure is no
-PyTorch OOM.
+PyTorch OOM. ``failure.where`` (issue 16): ``sglang/<path>.py:LINE in FUNCTION``, the innermost
+frame of SGLang's own code in the failure's traceback, None when the log shows none.
 """
 
 from __future__ import annotations

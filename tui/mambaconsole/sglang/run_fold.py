@@ -181,10 +181,23 @@ class Failure:
         """The numbers of a PyTorch CUDA OOM that ended the boot (:class:`E.TorchOom`), else None."""
         return self.event.oom_numbers if isinstance(self.event, E.Traceback) else None
 
+    @property
+    def where(self) -> str | None:
+        """Where SGLang raised it: ``sglang/<path>.py:LINE in FUNCTION`` of the innermost
+        traceback frame in SGLang's own package (the path from its ``sglang/`` folder on), or
+        None when the log shows no such frame."""
+        frames = self.event.frames if isinstance(self.event, E.Traceback) else ()
+        for fr in reversed(frames):
+            i = fr.file.replace("\\", "/").rfind("/sglang/")
+            if i >= 0 or fr.file.startswith("sglang/"):
+                rel = fr.file[i + 1:] if i >= 0 else fr.file
+                return f"{rel}:{fr.line}" + (f" in {fr.function}" if fr.function else "")
+        return None
+
     def as_json(self) -> dict[str, Any]:
         oom = self.oom
         return {"phase": self.phase, "exception": self.exception, "message": self.message, "rank": self.rank,
-                "oom": oom.as_json() if oom is not None else None}
+                "where": self.where, "oom": oom.as_json() if oom is not None else None}
 
 
 @dataclass

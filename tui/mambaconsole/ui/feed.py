@@ -281,7 +281,8 @@ class Feed:
         oom = s.failure.oom if s.failure is not None else None
         return {"outcome": s.outcome, "time_to_ready": ttr, "budget_gb": budget, "mean_accept_len": s.spec.mean_accept_len,
                 "oom_in_use_gib": oom.in_use_gib if oom is not None else None,
-                "failure": (f"{s.failure.exception or ''}: {s.failure.message or ''}".strip(": ") if s.failure else None)}
+                "failure": (f"{s.failure.exception or ''}: {s.failure.message or ''}".strip(": ")
+                            + (f" ({s.failure.where})" if s.failure.where else "") if s.failure else None)}
 
     # ----------------------------------------------------------------- gpu
     @property

@@ -1,0 +1,147 @@
+"""The console (Pilot) and the commands on real SGLang 0.5.23 servers on CPU, through the product's
+own paths: ``mambaconsole launch`` over the loopback sshd, tmux, the node's real python, the run's
+own environment (tests/fixtures/real_sglang.py).
+
+In order, one node for the module: the console on the plain Qwen3 (ready, version, resolution
+against the live server, log, GPU pane), the relaunch loop from the editor (--max-mamba-cache-size
+32 -> 16, pre-flight by the real resolver), a SIGKILL to the real scheduler, then a real refusal
+(the hybrid config with extra_buffer, which 0.5.23 asserts needs platform support)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+
+import pytest
+
+from fixtures.console import console_for, wait_until
+from fixtures.real_sglang import ALIAS, QNEXT_ARGS, _descendants
+from mambaconsole.node import node_for
+
+pytestmark = [pytest.mark.real_sglang, pytest.mark.sshd, pytest.mark.timeout(1200)]
+
+
+def _flag_values(text: str, field: str) -> list[str]:
+    """Every value of ``field`` in the log's ``server_args=`` dumps (SGLang's repr of the dataclass)."""
+    return re.findall(rf"'{field}': ([^,}}]+)", text)
+
+
+async def test_console_on_the_real_server_and_the_relaunch_loop(real_qwen3, monkeypatch):
+    node, run = real_qwen3
+    node.apply_env(monkeypatch)
+    info = run.get("/server_info").json()
+    app = console_for(node_for(ALIAS), python=str(node.python), poll_s=1.0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        st = app.state
+        await wait_until(pilot, lambda: st.run and st.run.run_id == run.run_id, what="the run", timeout=60)
+        await wait_until(pilot, lambda: st.status == "ready", what="ready", timeout=120)
+        # the version: the real /server_info's (the 0.5.23 log prints none)
+        await wait_until(pilot, lambda: st.sglang_version == info["version"] == "0.5.23", what="the version")
+        # the real resolver, in the run's own environment, resolved the run's argv
+        await wait_until(pilot, lambda: st.resolution is not None, what="the resolution", timeout=180)
+        assert st.resolution["ok"], st.resolution.get("error")
+        await wait_until(pilot, lambda: st.server_info, what="/server_info")
+        # no false differences: every row the console says differs, really differs between
+        # the resolver's field and the real /server_info
+        for r in [r for r in st.rows if r.disagrees and r.live_from == "/server_info"]:
+            assert info.get(r.field) != st.resolution["fields"][r.field]["value"], r
+        flags = {r.flag for r in st.rows}
+        assert not [f for f in flags if f.startswith("---")]
+        by_field = {r.field: r for r in st.rows}
+        assert by_field["max_total_tokens"].value == 4096 == info["max_total_tokens"]
+        assert not by_field["max_total_tokens"].disagrees
+        # the log pane tails the real log
+        log_lines = run.log_text().splitlines()
+        ready_line = next(ln for ln in log_lines if "The server is fired up and ready to roll!" in ln)
+        await wait_until(pilot, lambda: any(ln.text == ready_line for ln in app.log_pane._shown), what="the ready line")
+        # the GPU pane: no GPU here, said as such, not as an error
+        await wait_until(pilot, lambda: st.gpu is not None, what="a GPU sample", timeout=60)
+        assert not st.gpu.available and "pynvml" in (st.gpu.reason or ""), st.gpu
+        assert "not importable" not in st.gpu.reason  # read by the server's python, which has pynvml
+
+        # the relaunch loop: --max-mamba-cache-size 32 -> 16, pre-flight by the real resolver
+        await pilot.press("e")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+        ed = app.screen
+        await wait_until(pilot, lambda: ed.query("#f-max_mamba_cache_size"), what="the form", timeout=120)
+        env_field = ed.query_one("#f-env")
+        assert "SGLANG_USE_CPU_ENGINE=1" in env_field.value  # the run's own environment, prefilled
+        field = ed.query_one("#f-max_mamba_cache_size")
+        assert field.value == "32"
+        field.value = "16"
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: ed.verdict is not None or ed.verdict_error, what="the pre-flight", timeout=180)
+        assert ed.verdict_error is None and ed.verdict["ok"], ed.verdict_error or ed.verdict.get("error")
+        assert ed.verdict["fields"]["max_mamba_cache_size"]["value"] == 16
+        await pilot.press("ctrl+y")
+        await wait_until(pilot, lambda: st.run and st.run.run_id != run.run_id, what="the new run", timeout=240)
+        new_id = st.run.run_id
+        await wait_until(pilot, lambda: st.status == "ready", what="the new run ready", timeout=420)
+        new_log = (node.sshd.node_home / "runs" / new_id / "log").read_text()
+        assert _flag_values(new_log, "max_mamba_cache_size") == ["16"]
+        assert _flag_values(run.log_text(), "max_mamba_cache_size") == ["32"]
+        # the new run kept the old one's environment and folder
+        assert json.loads((node.sshd.node_home / "runs" / new_id / "env.json").read_text()) == run.env
+        # the history: both runs, the argv change, outcomes
+        await pilot.press("h")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen", what="the history")
+        table = app.screen.query_one("DataTable")
+        await wait_until(pilot, lambda: table.row_count == 2, what="two runs in the history")
+        rows = [" ".join(str(c) for c in table.get_row_at(i)) for i in range(2)]
+        assert rows[0].startswith(new_id) and rows[1].startswith(run.run_id), rows
+        assert "--max-mamba-cache-size" in rows[0] and "16" in rows[0], rows[0]
+        await pilot.press("escape")
+
+
+
+def test_sigkill_of_the_real_scheduler_is_a_crash(real_qwen3):
+    """The current run (the relaunched one, or the fixture's when run alone): SIGKILL to its
+    ``sglang::scheduler``; the launcher logs the death and exits; the console's reading of that
+    log (inspect, the same fold) says crashed, from those lines."""
+    node, _first = real_qwen3
+    rows = json.loads(node.cli("runs", ALIAS, "--json", "--no-adopt").stdout)
+    cur = [r for r in rows if r["state"] == "running"][-1]
+    sched = [p for p in _descendants(int(cur["pid"])) if _comm(p).startswith("sglang::schedul")]
+    assert len(sched) == 1, [(p, _comm(p)) for p in _descendants(int(cur["pid"]))]
+    os.kill(sched[0], signal.SIGKILL)
+    from fixtures.real_sglang import Launched
+
+    run = Launched(node, cur["run_id"], cur, 0, cur["argv"], {})
+    rec = run.wait_ended(180)
+    log = run.log_text()
+    # what the real launcher wrote about it (read off the log, not off the product)
+    # 0.5.23: "Subprocess scheduler_0 (pid=N) crashed with exit code -9. Triggering SIGQUIT for cleanup..."
+    death = [ln for ln in log.splitlines() if f"(pid={sched[0]}) crashed with exit code -9" in ln]
+    assert death, log[-3000:]
+    out = json.loads(node.cli("inspect", str(run.log_path), "--json").stdout)
+    assert out["outcome"] == "crashed", (out["outcome"], out["failure"], rec)
+    assert rec["state"] == "exited"
+
+
+def test_a_real_refusal_is_an_argument_error(real_qwen3):
+    """extra_buffer on CPU: SGLang 0.5.23 asserts platform support while resolving the arguments;
+    the run ends at once; inspect says argument error with SGLang's message and file:line."""
+    node, _ = real_qwen3
+    args = [a for a in QNEXT_ARGS]
+    i = args.index("--mamba-radix-cache-strategy")
+    args[i + 1] = "extra_buffer"
+    run = node.launch("qwen3-next-tiny", args, wait=False)
+    run.wait_ended(300)
+    log = run.log_text()
+    assert "extra_buffer requires platform support for Mamba cache state snapshots." in log, log[-3000:]
+    out = json.loads(node.cli("inspect", str(run.log_path), "--json").stdout)
+    assert out["outcome"] == "arg_error", out
+    text = json.dumps(out["failure"])
+    assert "extra_buffer requires platform support" in text
+    assert "mamba_hook.py" in text and "120" in text, text
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
