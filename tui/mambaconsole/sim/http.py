@@ -68,6 +68,7 @@ def make_handler(app) -> type[BaseHTTPRequestHandler]:
                 "/get_server_info": self._get_server_info,
                 "/model_info": lambda: self._json(200, app.model_info()),
                 "/get_model_info": self._get_model_info,
+                "/v1/models": lambda: self._json(200, app.models_list()),
             }
             if app.metrics_enabled:
                 routes["/metrics"] = lambda: self._send(200, app.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")

@@ -512,6 +512,15 @@ class SimServer:
     def healthy(self) -> bool:
         return self.ready
 
+    def models_list(self) -> dict:
+        """``/v1/models`` (OpenAI's model list): one ModelCard (srt/entrypoints/openai/protocol.py:87,
+        0.5.23) for the served model name, with the context length."""
+        f = self.resolved.fields
+        name = f.get("served_model_name") or f["model_path"]
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": int(self.startup["start"]),
+                                            "owned_by": "sglang", "root": name, "parent": None,
+                                            "max_model_len": f.get("context_length") or self.model.context_len}]}
+
     def model_info(self) -> dict:
         f = self.resolved.fields
         info = {
@@ -532,7 +541,16 @@ class SimServer:
         return info
 
     def server_info(self) -> dict:
-        plan, f, s = self.plan, dict(self.resolved.fields), self.stats
+        """``/server_info`` as this version's server answers it: its ServerArgs fields (only those
+        of the version's ServerArgs: the sim's own working values such as ``cuda_graph_max_bs``,
+        no 0.5.23 field, stay out), ``internal_states[0]`` (the scheduler's copy plus its
+        runtime keys) and the top-level keys of 0.5.23's ``get_server_info``
+        (srt/entrypoints/http_server.py: build_server_info, startup_time, internal_states,
+        version, frontend), checked against a real 0.5.23 server's answer
+        (tests/test_sim_vs_real.py)."""
+        plan, s = self.plan, self.stats
+        names = {x["name"] for x in simflags.load_spec(self.version)["fields"]}
+        f = {k: v for k, v in self.resolved.fields.items() if k in names}
         internal = dict(f)
         internal["max_mamba_cache_size"] = plan.max_mamba_cache_size
         internal["last_gen_throughput"] = s["gen_throughput"]
@@ -553,8 +571,9 @@ class SimServer:
             }
             internal["startup_time"] = round(self.startup.get("ready", time.time()) - self.startup["start"], 3)
             internal["world_size"] = 1
-            internal["disaggregation_mode"] = "null"
-            internal["decode_cuda_graph_bs"] = _graph_batch_sizes(min(f["cuda_graph_max_bs"], max(plan.max_running_requests, 1)))
+            internal["disaggregation_mode"] = f.get("disaggregation_mode", "null")
+            internal["decode_cuda_graph_bs"] = _graph_batch_sizes(
+                min(self.resolved.fields["cuda_graph_max_bs"], max(plan.max_running_requests, 1)))
             internal["decode_cuda_graph_memory_gb"] = g
         internal["effective_max_running_requests_per_dp"] = plan.max_running_requests
         if plan.draft_tokens and s["forward_ct"]:
@@ -568,10 +587,18 @@ class SimServer:
             info["startup_time"] = internal["startup_time"]
             info["kv_events"] = None
             info["frontend"] = "python"
+            # 0.5.23 reports the hierarchical cache's layout (disabled unless --enable-hierarchical-cache)
+            info["hicache_object_layout"] = {"enabled": False, "backend": None, "page_size": f.get("page_size", 1),
+                                             "hicache_object_layout": {"pools": []},
+                                             "reason": "Hierarchical cache is disabled"}
         return info
 
     def metrics_text(self) -> bytes:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
+
+        # a real 0.5.23 server's /metrics has no *_created samples (its counters and histograms
+        # show none); this process serves nothing else
+        disable_created_metrics()
 
         plan, s, v = self.plan, self.stats, self.version
         reg = CollectorRegistry()

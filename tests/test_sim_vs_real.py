@@ -1,0 +1,165 @@
+"""The simulator against a real SGLang 0.5.23 server: for the argv the real hybrid server ran
+(../shared/reference/cpu-sglang/real-0.5.23/: its /server_info, /metrics and log, committed
+real output), the simulated 0.5.23 server's /server_info key sets, /metrics names, endpoints and
+log line formats match the real ones (formats and key sets, not memory values), and every key and
+name the console reads is in the real output."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+from conftest import SHARED
+
+from mambaconsole.sglang.server_info import parse_server_info
+
+REAL = SHARED / "reference" / "cpu-sglang" / "real-0.5.23"
+
+pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"reference output not found: {REAL}")
+
+#: the real hybrid server's argv (its log's server_args dump), on the sim's model; the sim has no
+#: --device/--load-format/--attention-backend of a CPU server to vary, so those stay out
+ARGV = ["--model-path", "Qwen/Qwen3.6-27B", "--host", "127.0.0.1", "--max-total-tokens", "4096",
+        "--context-length", "2048", "--enable-metrics", "--mamba-radix-cache-strategy", "no_buffer",
+        "--disable-overlap-schedule", "--max-mamba-cache-size", "32", "--max-running-requests", "8",
+        "--log-level", "info"]
+
+
+def _names(text: str) -> set[str]:
+    return {ln.split("{")[0].split(" ")[0] for ln in text.splitlines() if ln and not ln.startswith("#")}
+
+
+@pytest.fixture(scope="module")
+def sim_answers(tmp_path_factory):
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    d = tmp_path_factory.mktemp("sim")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, MAMBACONSOLE_SIM_GPU_FILE=str(d / "gpu.json"))
+    with open(d / "log", "w") as log:
+        p = subprocess.Popen([sys.executable, "-m", "mambaconsole.sim", "--sim-version", "0.5.23", "--sim-speed", "20",
+                              *ARGV, "--port", str(port)], stdout=log, stderr=log, env=env, cwd=d)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        out = {"info": httpx.get(base + "/server_info").json(), "metrics": httpx.get(base + "/metrics").text,
+               "codes": {ep: httpx.get(base + ep).status_code for ep in
+                         ("/health", "/health_generate", "/server_info", "/get_server_info", "/model_info",
+                          "/get_model_info", "/v1/models", "/metrics")},
+               "models": httpx.get(base + "/v1/models").json()}
+        time.sleep(0.5)
+        out["log"] = (d / "log").read_text()
+        return out
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def test_server_info_top_level_keys_match_the_real_server(sim_answers):
+    real = json.loads((REAL / "qnext_server_info.json").read_text())
+    sim = sim_answers["info"]
+    assert set(sim) == set(real), (sorted(set(sim) - set(real)), sorted(set(real) - set(sim)))
+    assert "cuda_graph_max_bs" not in sim  # no 0.5.23 ServerArgs field
+    assert sim["hicache_object_layout"].keys() == real["hicache_object_layout"].keys()
+
+
+def test_internal_state_keys_are_the_real_servers(sim_answers):
+    real = json.loads((REAL / "qnext_server_info.json").read_text())["internal_states"][0]
+    sim = sim_answers["info"]["internal_states"][0]
+    # the sim may leave out what the real scheduler adds; it invents no key
+    extra = set(sim) - set(real)
+    # custom_sigquit_handler: a ServerArgs field the real scheduler's copy leaves out (a callable)
+    assert extra <= {"custom_sigquit_handler"}, sorted(extra)
+    assert sim["memory_usage"].keys() == real["memory_usage"].keys()
+
+
+def test_metrics_names_are_the_real_servers(sim_answers):
+    real = _names((REAL / "qnext_metrics.txt").read_text())
+    sim = _names(sim_answers["metrics"])
+    # the real server was asked once: no request had tokens in flight long enough for ITL buckets
+    assert sim - real <= {n for n in sim if n.startswith("sglang:inter_token_latency_seconds")}, sorted(sim - real)
+    assert not [n for n in sim if n.endswith("_created")]
+
+
+def test_endpoints_the_real_server_serves(sim_answers):
+    assert all(code == 200 for code in sim_answers["codes"].values()), sim_answers["codes"]
+    card = sim_answers["models"]["data"][0]
+    assert set(card) == {"id", "object", "created", "owned_by", "root", "parent", "max_model_len"}  # ModelCard
+    assert card["max_model_len"] == 2048
+
+
+def test_log_line_formats_are_the_real_servers(sim_answers):
+    """The lines the console reads, in the real hybrid log's format: the same words and fields,
+    numbers aside (dates, sizes, counts replaced by #)."""
+    def shape(line: str) -> str:
+        line = re.sub(r"^\[[^\]]*\] ", "", line)
+        # the device's words: the sim models a GPU node, the real server ran on CPU
+        line = line.replace("cpu graph:", "cuda graph:").replace("available_cpu_mem", "available_gpu_mem")
+        return re.sub(r"-?\d+(\.\d+)?", "#", line)
+
+    real = (REAL / "qnext_server.log").read_text().splitlines()
+    sim = sim_answers["log"].splitlines()
+    for head in ("Prefill batch, ", "The server is fired up and ready to roll!", "Load weight end.",
+                 "max_total_num_tokens=", "Mamba Cache is allocated."):
+        r = [shape(ln) for ln in real if head in ln]
+        s = [shape(ln) for ln in sim if head in ln]
+        assert r and s, head
+        if head == "Mamba Cache is allocated.":
+            # the sim's model has speculative caches only with speculative decoding: same head fields
+            assert s[0].split(" conv_state")[0] == r[0].split(" conv_state")[0], (s[0], r[0])
+            continue
+        if head == "Load weight end.":
+            continue  # the CPU server's weights line has no GPU memory fields
+        assert s[0] == r[0], (head, s[0], r[0])
+
+
+def test_every_server_info_key_the_console_reads_is_in_the_real_answer():
+    """The console's reader on the real answer: each value it takes, compared with the real JSON
+    read here independently."""
+    real = json.loads((REAL / "qnext_server_info.json").read_text())
+    internal = real["internal_states"][0]
+    info = parse_server_info(real)
+    assert info.version == real["version"] == "0.5.23"
+    assert info.status == real["status"]
+    assert info.max_total_num_tokens == real["max_total_num_tokens"]
+    assert info.launch_command == real["launch_command"]
+    assert internal["effective_max_running_requests_per_dp"] == 8
+    assert internal["last_gen_throughput"] > 0
+    for k in ("weight", "kvcache", "token_capacity", "token_capacity_swa", "graph", "startup_available"):
+        assert k in internal["memory_usage"], k
+
+
+def test_every_metric_the_console_reads_is_in_the_real_output():
+    from mambaconsole.sglang import metrics as M
+
+    real = _names((REAL / "qnext_metrics.txt").read_text())
+    tables = [v for v in vars(M).values() if isinstance(v, dict) and v
+              and all(isinstance(x, tuple) and str(x[0]).startswith("sglang:") for x in v.values())]
+    assert tables
+    missing = [(key, name) for t in tables for key, (name, _ver) in t.items() if name not in real]
+    assert missing == []
+
+
+def test_the_sim_reports_its_disaggregation_mode(sim_process, free_port):
+    """--disaggregation-mode is what /server_info says, top level and the scheduler's copy (the
+    sim said "null" there whatever was given)."""
+    run = sim_process("0.5.23", [*ARGV, "--port", str(free_port), "--disaggregation-mode", "prefill"])
+    run.wait_for("The server is fired up and ready to roll!", timeout=120)
+    info = httpx.get(f"http://127.0.0.1:{free_port}/server_info", timeout=10).json()
+    assert info["disaggregation_mode"] == "prefill"
+    assert info["internal_states"][0]["disaggregation_mode"] == "prefill"
