@@ -68,3 +68,15 @@ def test_sglang_serve_positional_model_path():
     assert c.set("model_path", "/models/q").render() == "sglang serve /models/q --tp 2"
     assert c.remove("model_path").fields() == {"tp_size": "2"}
     assert LaunchCommand.parse("python3 -m sglang.launch_server --model-path m --tp 2").get("model_path") == "m"
+
+
+def test_renamed_flags_from_the_table():
+    """argv.renamed_flag knows every rename SGLang's parsers name, per version."""
+    from mambaconsole.sglang.argv import LaunchCommand, renamed_flag
+
+    assert renamed_flag("--cuda-graph-max-bs", "0.5.23") == ("--cuda-graph-max-bs-decode", "removed")
+    assert renamed_flag("--stream-output", "0.5.19") == ("--incremental-streaming-output", "deprecated")
+    assert renamed_flag("--cuda-graph-max-bs", "0.5.9") == ("--cuda-graph-max-bs-decode", "old")
+    assert renamed_flag("--tp-size", "0.5.23") is None
+    probs = LaunchCommand.parse("sglang serve Qwen/Q --tp 2").check(version="0.5.23")
+    assert not [p for p in probs if "positional" in p.message]

@@ -67,15 +67,22 @@ def test_case13_edit_rewrites_the_token_and_round_trips():
 def test_renamed_and_unknown_flags_per_version():
     c = case13()
     assert c.check(version="0.5.13") == []
-    (p,) = c.check(version="0.5.14")
+    # 0.5.14's parser also marks --enable-flashinfer-allreduce-fusion deprecated (its help names
+    # --flashinfer-allreduce-fusion-backend; sglang.flag_table, read off that parser)
+    ps = {p.flag: p for p in c.check(version="0.5.14")}
+    assert set(ps) == {"--mamba-scheduler-strategy", "--enable-flashinfer-allreduce-fusion"}
+    p = ps["--mamba-scheduler-strategy"]
     assert (p.kind, p.flag, p.suggestion) == ("renamed", "--mamba-scheduler-strategy", "--mamba-radix-cache-strategy")
     assert "deprecated" in p.message
-    (p,) = c.check(version="0.5.20")
+    assert ps["--enable-flashinfer-allreduce-fusion"].suggestion == "--flashinfer-allreduce-fusion-backend"
+    p = {p.flag: p for p in c.check(version="0.5.20")}["--mamba-scheduler-strategy"]
     assert p.kind == "renamed" and "not accepted" in p.message
     assert renamed_flag("--mamba-scheduler-strategy", "0.5.18") == ("--mamba-radix-cache-strategy", "deprecated")
     assert renamed_flag("--mamba-scheduler-strategy", "0.5.12") == ("--mamba-radix-cache-strategy", "old")
     spec23 = ParserSpec.from_json((SPECS / "sglang-0.5.23.json").read_text())
-    (p,) = c.check(spec23)
+    ps = {p.flag: p for p in c.check(spec23)}
+    assert set(ps) == {"--mamba-scheduler-strategy", "--enable-flashinfer-allreduce-fusion"}
+    p = ps["--mamba-scheduler-strategy"]
     assert (p.kind, p.suggestion) == ("renamed", "--mamba-radix-cache-strategy")
     bad = LaunchCommand.parse("sglang serve --model-path m --mamba-radix-cache-strategy fancy --tp-size two --no-such-flag 1 --m x")
     kinds = {(p.kind, p.flag) for p in bad.check(spec23)}

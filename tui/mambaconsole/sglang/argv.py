@@ -89,7 +89,14 @@ def renamed_flag(flag: str, version: str | None) -> tuple[str, str] | None:
     renamed in that version, or version unknown)."""
     r = RENAMED_FLAGS.get(flag)
     if r is None:
-        return None
+        # every other rename SGLang's own parsers name (mambaconsole.sglang.flags, 0.5.9-0.5.23)
+        from mambaconsole.sglang import flags
+
+        new = flags.replacement(flag, version) or flags.replacement(flag, flags.VERSIONS[-1])
+        if new is None:
+            return None
+        st = flags.status(flag, version)
+        return new, {"deprecated": "deprecated", "removed": "removed"}.get(st, "old")
     new, alias_range, removed = r
     v = parse_version(version)
     if v is None:
@@ -477,9 +484,11 @@ class LaunchCommand:
         version = version or (spec.version if spec is not None else None)
         out: list[ArgProblem] = []
         seen: dict[str, str] = {}
-        for a in self.args:
+        pos = self._positional_model()
+        for i, a in enumerate(self.args):
             if a.flag is None:
-                out.append(ArgProblem("unknown", a.value or "", f"unexpected positional argument {a.value!r}"))
+                if i != pos:  # sglang serve's model path is a positional
+                    out.append(ArgProblem("unknown", a.value or "", f"unexpected positional argument {a.value!r}"))
                 continue
             flag = a.flag
             ren = renamed_flag(flag, version)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from mambaconsole.sglang.flag_table import ACCEPTED, DEPRECATED, VERSIONS
 from mambaconsole.sglang.versions import parse_version
 
-__all__ = ["accepts", "status", "replacement", "usable", "table_version"]
+__all__ = ["accepts", "status", "replacement", "usable", "table_version", "VERSIONS"]
 
 _SETS = {v: frozenset(f) for v, f in ACCEPTED.items()}
 
