@@ -54,3 +54,21 @@ async def test_one_unseen_line_is_one_new_line(monkeypatch):
         await pilot.pause()
         status = log.query_one("#log-status").render().plain
         assert "▼ 1 new line (End: follow)" in status, status
+
+
+async def test_ctrl_s_in_the_editor_saves_a_screenshot(monkeypatch, tmp_path):
+    """The editor is modal, which hid the app's ctrl+s: the pre-flight verdict could not be
+    captured."""
+    from mambaconsole.ui.editor import EditorScreen
+    from test_console_snapshots import _json
+
+    app = frozen_app(monkeypatch)
+    app.screenshot_dir = str(tmp_path / "shots")
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await app.push_screen(EditorScreen(app.feed, list(app.state.run.argv), params=_json("params-0.5.11.json")))
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        [svg] = list((tmp_path / "shots").glob("*.svg"))
+        assert "Edit the Mamba parameters" in svg.read_text().replace("&#160;", " ")

@@ -196,6 +196,9 @@ class EditorScreen(ModalScreen[list[str] | None]):
         Binding("escape", "cancel", "Close (asks before discarding edits)"),
         Binding("ctrl+r", "preflight", "Pre-flight"),
         Binding("ctrl+y", "confirm", "Relaunch"),
+        # a modal screen hides the app's own bindings: the screenshot key is repeated here, so
+        # the pre-flight verdict can be captured
+        Binding("ctrl+s", "app.save_svg", "Screenshot", show=False),
         Binding("tab", "focus_step(1)", "Next field", show=False),
         Binding("shift+tab", "focus_step(-1)", "Previous field", show=False),
     ]
