@@ -117,7 +117,9 @@ def test_inspect_request_error_then_crash_lines_is_crashed(tmp_path):
     r = _inspect(tmp_path, lines[:cut] + tail)
     exc, msg = _exception_line(lines).split(": ", 1)
     assert r["outcome"] == "crashed"
-    assert r["failure"] == {"phase": "runtime", "exception": exc, "message": msg, "rank": None, "oom": None}
+    # where: the SGLang frame of the log (tests/data/logs/README.md: adapter.py, line 958, in v1_chat_generate_request)
+    assert r["failure"] == {"phase": "runtime", "exception": exc, "message": msg, "rank": None, "oom": None,
+                            "where": "sglang/srt/openai_api/adapter.py:958 in v1_chat_generate_request"}
     assert not [f for f in r["findings"] if f["code"] == "request_error"]
 
 
