@@ -224,3 +224,23 @@ def test_header_says_reading_then_behind():
     st.apply(LogLines("r1", (LogLine("r1", read, "x" * ((9 << 20) - 1), 9 << 20),), size=read + (14 << 20)))
     text = status_text(st, {}).plain
     assert "reading" not in text and "behind the node by 5.0 MiB" in text
+
+
+def test_what_the_skipped_middle_held_comes_from_the_servers_counters_labelled():
+    from mambaconsole.sglang.metrics import COUNTERS, parse_metrics
+    from mambaconsole.state import MetricsSnapshot
+    from mambaconsole.ui.spec_pane import middle_text
+
+    # the real 0.5.23 server's /metrics (shared/reference/cpu-sglang): 3 requests, 48 tokens
+    body = (Path(__file__).parent / "data" / "logs" / "real-0.5.23-qnext-metrics.txt").read_text()
+    snap = parse_metrics(body)
+    totals = {k: v for k, name in COUNTERS.items() if (v := snap.total(name)) is not None}
+    assert totals == {"requests": 3.0, "prompt_tokens": 29.0, "generation_tokens": 48.0}
+    st = ConsoleState("h")
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+    _feed(st, list(QNEXT[:READY_AT + 1]))
+    st.apply(LogLines("r1", (), skipped=(sum(map(len, QNEXT[:READY_AT + 1])), 3 << 30)))
+    st.apply(MetricsSnapshot({}, totals=totals))
+    text = middle_text(st)
+    assert "3.0 GiB of its middle not read" in text
+    assert "since start (/metrics): 3 requests, 48 tokens generated" in text

@@ -204,6 +204,8 @@ class MetricsSnapshot:
     error: str | None = None
     t: float = 0.0
     latency: Any = None
+    #: the server's counters summed over their series (:data:`mambaconsole.sglang.metrics.COUNTERS`)
+    totals: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -474,6 +476,7 @@ class ConsoleState:
         self.server_info: dict | None = None
         self.server_info_error: str | None = None
         self.metrics: dict = {}
+        self.metric_totals: dict = {}  # the server's counters since it started (MetricsSnapshot.totals)
         self.metrics_t: float | None = None  # when /metrics last answered (console clock)
         self.latency: Any = None  # sglang.latency.Latency of the last /metrics poll
         self.last_batch: Any = None  # the last decode batch line (sglang.events.DecodeBatch)
@@ -802,6 +805,7 @@ class ConsoleState:
         self.started_up = False
         self.server_info = None
         self.metrics = {}
+        self.metric_totals = {}
         self.metrics_t = None
         self.latency = None
         self.last_batch = None
@@ -1194,6 +1198,9 @@ class ConsoleState:
             changed.add("spec")
         if ev.error is None and ev.values != self.metrics:
             self.metrics = dict(ev.values)
+            changed.add("spec")
+        if ev.error is None and ev.totals != self.metric_totals:
+            self.metric_totals = dict(ev.totals)
             changed.add("spec")
         return changed
 

@@ -52,6 +52,14 @@ GAUGES: dict[str, tuple[str, str]] = {
     "kv_cache_memory_usage_gb": ("sglang:kv_cache_memory_usage_gb", "0.5.18+"),
 }
 
+#: counters the console shows as the server's own totals since it started (0.5.x
+#: ``srt/metrics/collector.py`` TokenizerMetricsCollector; one series per ``is_streaming``)
+COUNTERS = {
+    "requests": "sglang:num_requests_total",
+    "prompt_tokens": "sglang:prompt_tokens_total",
+    "generation_tokens": "sglang:generation_tokens_total",
+}
+
 _SAMPLE_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})?\s+[-+0-9.eEinfINFaN]+(\s+-?\d+)?\s*$")
 
 
@@ -97,6 +105,12 @@ class MetricsSnapshot:
         if pick is None or (isinstance(pick, float) and not math.isfinite(pick)):
             return None  # NaN: no data; +-inf (a sample like 1e400): no usable value either
         return pick
+
+    def total(self, name: str) -> float | None:
+        """A counter's value summed over all its series (``is_streaming`` true and false, DP
+        ranks, ...): the server's own total since it started; None when absent or not finite."""
+        vals = [v for _labels, v in self.samples.get(name) or () if isinstance(v, float) and math.isfinite(v)]
+        return sum(vals) if vals else None
 
     def __getattr__(self, attr: str) -> Any:
         spec = GAUGES.get(attr)

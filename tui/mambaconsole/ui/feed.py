@@ -395,7 +395,7 @@ class Feed:
         METRICS_BYTES is an error, not read."""
         import httpx
 
-        from mambaconsole.sglang.metrics import parse_metrics
+        from mambaconsole.sglang.metrics import COUNTERS, parse_metrics
 
         try:
             status, body = await self._get_body(port, "/metrics", METRICS_BYTES)
@@ -410,7 +410,8 @@ class Feed:
 
                 self._latency = LatencyWindow()
             self._latency.add(self.clock(), snap)
-            return MetricsSnapshot(values, t=self.clock(), latency=self._latency.latency())
+            totals = {k: v for k, name in COUNTERS.items() if (v := snap.total(name)) is not None}
+            return MetricsSnapshot(values, t=self.clock(), latency=self._latency.latency(), totals=totals)
         except (httpx.HTTPError, ValueError) as exc:
             return MetricsSnapshot({}, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 

@@ -111,6 +111,22 @@ def failure_text(state: ConsoleState, colors: dict[str, str]) -> Text:
     return t
 
 
+def middle_text(state: ConsoleState) -> str:
+    """The batches above are the log's boot and tail (its middle was not read): say so, and
+    what the server's own counters say of the whole run (``/metrics``), when it exports them."""
+    from mambaconsole.units import fmt_bytes
+
+    a, b = state.log_skipped
+    t = state.metric_totals
+    parts = []
+    if t.get("requests") is not None:
+        parts.append(f"{t['requests']:,.0f} requests")
+    if t.get("generation_tokens") is not None:
+        parts.append(f"{t['generation_tokens']:,.0f} tokens generated")
+    counters = f"; since start (/metrics): {', '.join(parts)}" if parts else "; no /metrics counters"
+    return f"(batches of the log's head and tail: {fmt_bytes(b - a)} of its middle not read{counters})\n"
+
+
 def rate_meaning(version: str | None) -> str:
     """How the version's log defines accept rate (sglang-observables §2.4), for display."""
     m = accept_rate_meaning(version)
@@ -164,6 +180,8 @@ class SpecPane(Vertical, can_focus=True):
             stats.append(f"{last.accept_len:.2f}", f"bold {c.get('primary', 'blue')}")
             stats.append(f"   mean {mean:.2f}" if mean is not None else "")
             stats.append(f"  over {state.spec_n} batches\n")
+            if state.log_skipped is not None:
+                stats.append(middle_text(state), "dim")
             if last.accept_rate is not None:
                 meaning = rate_meaning(state.sglang_version)
                 stats.append("accept rate ", "bold")
