@@ -301,3 +301,16 @@ def test_smi_table_inside_log_lines():
 def test_nothing_of_sglang_is_refused():
     with pytest.raises(ConsoleError):
         inspect_text("just some words\nand more words about GPUs\n")
+
+
+@pytest.mark.parametrize("text", [
+    "[2026-01-01 10:00:00 TP0] max_running_requests is capped to 2 by the mamba state cache (max_mamba_cache_size=10,\n"
+    "5 state slots per request).\n",
+    "[2026-01-01 10:00:00 TP0] max_running_requests is capped to 2 by the mamba state cache (max_mamba_cache_size=10, 5 state slots\n"
+    "per request). To raise it: increase --max-mamba-cache-size.\n",
+    "[2026-01-01 10:00:00 TP0] WARNING kv_cache_configurator.py:120: max_running_requests is capped to 2 by the mamba state cache (max_mamba_c\n"
+    "ache_size=10, 5 state slots per request).\n",
+])
+def test_wrapped_cap_message_keeps_slots_per_request(text):
+    r = inspect_text(text)
+    assert (r["concurrency"]["effective"], r["concurrency"]["slots_per_request"], r["mamba_slots"]) == (2, 5, 10)

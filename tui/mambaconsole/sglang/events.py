@@ -1192,7 +1192,8 @@ _RE_TIME_ELAPSED = re.compile(r"Time elapsed:\s*([-\d.]+)\s*s")
 _RE_KEYVAL = re.compile(r"([a-z_]+)=\s*([-\w.]+)")
 _RE_CAPPED = re.compile(
     r"max_running_requests is capped to (\d+) by the mamba state cache"
-    r"(?: \(max_mamba_cache_size=(\d+), (\d+) state slots per request\))?"
+    # the spaces may be lost where a terminal or a person wrapped the line (joined as one record)
+    r"(?:\s*\(max_mamba_cache_size=(\d+),\s*(\d+)\s*state\s*slots\s*per\s*request\))?"
 )
 _RE_UVICORN_UP = re.compile(r"Uvicorn running on (\S+)")
 _RE_ACCESS = re.compile(r'INFO:\s+(\S+) - "(\w+) (\S+)[^"]*" (\d{3})')
@@ -1786,6 +1787,8 @@ def _incomplete(msg: str) -> bool:
         return "#queue-req" not in msg
     if h == "max_" and msg.startswith("max_total_num_tokens="):
         return "context_len" not in msg
+    if h == "max_" and msg.startswith("max_running_requests is capped"):
+        return "per request" not in msg  # the cap warning's last field (kv_cache_configurator.py)
     if h == "serv" and msg.startswith("server_args="):
         return not msg.rstrip().endswith((")", "}"))
     return False
