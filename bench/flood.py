@@ -1,6 +1,7 @@
-"""Log pane under a flood: 20,000 lines/s of SGLang decode/prefill lines arrive for D seconds
-(default 10) in batches every 50 ms, as the tail worker delivers them; each batch is folded into
-the ConsoleState (SGLang parsing included) and the log pane redraws. Measures the worst and the
+"""Log pane under a flood: 20,000 lines/s of the realistic mix (``bench/console_rig.py``: every
+format the parser knows, tracebacks, access lines) arrive for D seconds (default 10) in batches
+every 50 ms, as the tail worker delivers them; each batch is folded into the ConsoleState (SGLang
+parsing and the run fold included) and the panes redraw. Measures the worst and the
 p95 time per batch (a frame: goal under 50 ms), then floods D seconds more under tracemalloc to
 check that memory stays bounded (lines kept, and traced allocations at the end vs after the
 first second; tracemalloc is off while frames are timed, it slows every allocation several
@@ -19,27 +20,29 @@ import statistics
 import sys
 import time
 import tracemalloc
+from pathlib import Path
 
-from mambaconsole.node.local import LocalNode
-from mambaconsole.sglang.events import LogParser
-from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed
-from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from console_rig import mix_lines  # noqa: E402
+
+from mambaconsole.node.local import LocalNode  # noqa: E402
+from mambaconsole.sglang.events import LogParser  # noqa: E402
+from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed  # noqa: E402
+from mambaconsole.ui.app import ConsoleApp  # noqa: E402
+from mambaconsole.ui.feed import Feed  # noqa: E402
+from mambaconsole.ui.settings import HostSettings  # noqa: E402
 
 RATE = 20_000
 FRAME = 0.05
 PER_BATCH = int(RATE * FRAME)
 
 
+_MIX = [ln.rstrip("\n") for ln in mix_lines(200_000, 42)]
+
+
 def line(i: int) -> str:
-    if i % 5 == 0:
-        return (f"[2026-11-30 12:00:{i % 60:02d}] Prefill batch, #new-seq: 1, #new-token: {i % 8192}, #cached-token: 0, "
-                f"full token usage: 0.05, mamba usage: 0.02, #running-req: 6, #queue-req: 1, #pending-token: 0, "
-                f"cuda graph: False, input throughput (token/s): 23456.78")
-    return (f"[2026-11-30 12:00:{i % 60:02d}] Decode batch, #running-req: 8, #full token: {20000 + i % 999}, "
-            f"full token usage: 0.12, mamba num: 16, mamba usage: 0.03, accept len: {2 + (i % 7) / 7:.2f}, "
-            f"accept rate: 0.60, cuda graph: True, gen throughput (token/s): 812.05, #queue-req: 0")
+    return _MIX[i % len(_MIX)]
 
 
 async def flood(seconds: float) -> tuple[list[float], int, int, int]:
