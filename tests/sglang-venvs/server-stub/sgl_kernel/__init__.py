@@ -7,19 +7,20 @@ package), yet SGLang 0.5.23 imports it on the CPU path before serving anything; 
 ``sglang/srt/layers/moe/topk.py:233`` / ``sglang/srt/layers/layernorm.py:102`` (module-level
 ``from sgl_kernel import ...`` behind platform checks).
 
-Two modes, chosen by the server's environment:
+Any ``sgl_kernel.<name>`` is a function that records its call and raises ``NotImplementedError``.
+Submodules (``sgl_kernel.scalar_type``, ``.kvcacheio``, ...) are not there, so SGLang's own
+``except ImportError`` fallbacks apply (e.g. ``sglang/srt/layers/quantization/utils.py:27``). No
+``torch.ops.sgl_kernel`` op is registered, so ``hasattr(torch.ops.sgl_kernel,
+"convert_weight_packed")`` is False (``sglang/srt/utils/common.py:358``) and SGLang keeps its
+plain-torch CPU path (``cpu_has_amx_support()`` False). The plain Qwen3 server runs so, and a test
+asserts nothing was called.
 
-* default (import only): any ``sgl_kernel.<name>`` is a function that records its call and raises
-  ``NotImplementedError``. Submodules (``sgl_kernel.scalar_type``, ``.kvcacheio``, ...) are not
-  there, so SGLang's own ``except ImportError`` fallbacks apply (e.g.
-  ``sglang/srt/layers/quantization/utils.py:27``). No ``torch.ops.sgl_kernel``
-  op is registered, so ``hasattr(torch.ops.sgl_kernel, "convert_weight_packed")`` is False and
-  SGLang keeps the plain-torch CPU path (``cpu_has_amx_support()`` False). The plain Qwen3 server
-  runs so, and a test asserts nothing was called.
-* ``MAMBACONSOLE_SGL_KERNEL_CPU=1``: also registers plain-torch versions of the CPU entry points
-  that SGLang's CPU path for the hybrid Qwen3-Next calls (``_cpu_ops.py``, each with the SGLang
-  file:line that calls it). Their outputs have the right shapes and dtypes but are not SGLang's
-  kernels' numbers; with ``--load-format dummy`` the outputs are meaningless anyway.
+Not here yet (the wall for the hybrid Qwen3-Next server): plain-torch versions of the CPU entry
+points its linear-attention path calls once ``cpu_has_amx_support()`` is True
+(``torch.ops.sgl_kernel.fused_gdn_gating_cpu``, ``causal_conv1d_*``, ``chunk_gated_delta_rule_cpu``,
+``fused_sigmoid_gating_delta_rule_update_cpu``, ``fused_qkvzba_split_reshape_cat_cpu``, the norms,
+``topk_softmax_cpu``, ``fused_experts_cpu``, ``weight_packed_linear``, ...; the reference lists
+about 20). Without them the hybrid's layers take Triton, which fails with no GPU.
 
 ``MAMBACONSOLE_SGL_KERNEL_CALLS=FILE``: each entry point appends its name to FILE on its first
 call in a process (one line per name and process).
@@ -61,7 +62,3 @@ def __getattr__(name):
     value = _missing(f"{__name__}.{name}")
     globals()[name] = value
     return value
-
-
-if os.environ.get("MAMBACONSOLE_SGL_KERNEL_CPU") == "1":
-    from sgl_kernel import _cpu_ops  # noqa: F401  (registers torch.ops.sgl_kernel.*)
