@@ -119,3 +119,15 @@ def test_case210_and_212_oom_numbers(capsys):
     assert o["graph_pools_gib"] == pytest.approx(34.50 / 1024)
     assert o["reserved_unallocated_gib"] == pytest.approx(639.99 / 1024)
     assert o["allocated_gib"] == pytest.approx(73.96)
+
+
+def test_case212_readable_advice_fits_the_phase(capsys):
+    """case-212 expected.md item 3: runtime, after capture; the suggested actions are
+    --mem-fraction-static, --chunked-prefill-size, --max-running-requests (not the load-time
+    advice); what the input does not show is said to be not shown."""
+    assert main(["inspect", str(BANK2 / "case-212" / "input.log")]) == 0
+    out = capsys.readouterr().out
+    assert "phase runtime" in out and "cannot fix it" not in out
+    oom = next(ln for ln in out.splitlines() if ln.startswith("! oom:"))
+    assert all(f in oom for f in ("--mem-fraction-static", "--chunked-prefill-size", "--max-running-requests"))
+    assert "SGLang version: not shown" in out and "memory (GB): not shown" in out

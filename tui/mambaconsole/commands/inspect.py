@@ -70,6 +70,8 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
     lines = [f"kind: {r['kind']}"]
     if r["sglang_version"]:
         lines.append(f"SGLang version: {r['sglang_version']}")
+    elif r["kind"] in ("log", "server_info"):
+        lines.append("SGLang version: not shown in this input")
     if r["kind"] == "log":
         lines.append(f"boots: {r['boots']}   ranks: {', '.join(r['ranks']) or '-'}")
     if r["kind"] in ("log", "server_info"):
@@ -87,6 +89,8 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
     m = r["memory_gb"]
     if any(v is not None for v in m.values()):
         lines.append("memory (GB): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items() if v is not None))
+    elif r["kind"] == "log":
+        lines.append("memory (GB): not shown in this input (no load, pool or graph line)")
     cap = r.get("capacity")
     if cap:
         lines += capacity_lines(cap)

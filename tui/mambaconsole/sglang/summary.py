@@ -136,6 +136,11 @@ _POOL_FLAGS = ("--mem-fraction-static", "--max-mamba-cache-size", "--mamba-full-
                "--mamba-scheduler-strategy", "--cuda-graph-max-bs")
 
 
+#: the flags that bound a serving batch's memory (prefill chunk, concurrency) or the room the
+#: static pools leave for it
+_SERVING_FLAGS = ("--mem-fraction-static", "--chunked-prefill-size", "--max-running-requests")
+
+
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -212,6 +217,10 @@ def _findings(s: LogSummary) -> list[Finding]:
                 # after the weights: the pools and the graphs are sized by flags
                 "startup": "; after the weights, while the KV and Mamba cache pools or the CUDA graphs took "
                            "memory: " + _and(usable(list(_POOL_FLAGS), s.version)) + " size them",
+                # while serving: the static pools left too little for a batch's activations
+                "runtime": "; while serving, after the pools and graphs were allocated: a batch's activations did "
+                           "not fit in what the static pools left; " + _and(usable(list(_SERVING_FLAGS), s.version))
+                           + " lower that need or leave more room",
             }.get(f.phase or "", "")
             out.append(Finding("oom", f"out of memory ({f.event.oom}) in phase {f.phase or 'unknown'}{why}"))
     if b.http_up and not b.ready and f is not None and f.phase == "startup":
