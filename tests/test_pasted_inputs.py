@@ -314,3 +314,23 @@ def test_nothing_of_sglang_is_refused():
 def test_wrapped_cap_message_keeps_slots_per_request(text):
     r = inspect_text(text)
     assert (r["concurrency"]["effective"], r["concurrency"]["slots_per_request"], r["mamba_slots"]) == (2, 5, 10)
+
+
+def test_scheduler_init_frames_after_http_up_are_startup():
+    """HTTP came up, then the scheduler's exception whose frames are in Scheduler.__init__ (a
+    late-starting DP rank): start-up, not runtime."""
+    text = (log("INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
+            + "[2026-01-01 10:00:09 DP1 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+            + '  File "/x/sglang/srt/managers/scheduler.py", line 3, in run_scheduler_process\n    s()\n'
+            + '  File "/x/sglang/srt/managers/scheduler.py", line 9, in __init__\n    self.init_model_worker()\n'
+            + '  File "/x/sglang/srt/managers/scheduler.py", line 12, in init_model_worker\n    w()\n'
+            + "RuntimeError: NCCL error\n")
+    f = inspect_text(text)["failure"]
+    assert (f["phase"], f["rank"]) == ("startup", "DP1 TP1")
+
+
+def test_oom_with_graph_pools_during_startup_is_not_load():
+    msg = (OOM[:-1] + ". Of the allocated memory 70.00 GiB is allocated by PyTorch, with 12.00 MiB allocated in "
+           "private pools (e.g., CUDA Graphs), and 1.00 GiB is reserved by PyTorch but unallocated.")
+    text = log("Load weight begin. avail mem=70.00 GB") + msg + "\n"
+    assert inspect_text(text)["failure"]["phase"] == "startup"

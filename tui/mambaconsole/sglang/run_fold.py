@@ -374,20 +374,22 @@ def _failure_phase(boot: Boot, ev: E.Event) -> str | None:
     started = boot.weights_started or boot.weights_loaded or boot.saw_startup
     if boot.serving:
         return "runtime"  # batches were served (or SGLang said it was ready) before it
-    if boot.http_up and isinstance(ev, E.Traceback) and ev.origin == "Scheduler":
-        return "runtime"
     tb = ev if isinstance(ev, E.Traceback) else None
     if tb is not None and not (tb.frames and re.search(r"sglang/srt/(server_args\.py|arg_groups/)", tb.frames[-1].file)):
-        fp = _frames_phase(tb)
+        fp = _frames_phase(tb)  # the frames say it, even after HTTP came up (Scheduler.__init__: startup)
         if fp is not None:
             return fp
+    if boot.http_up and tb is not None and tb.origin == "Scheduler":
+        return "runtime"
+    oom = tb.oom_numbers if tb is not None else None
+    if oom is not None and oom.graph_pools_gib and started:
+        return "startup"  # CUDA graph pools exist: capture was done, not yet serving (warm-up)
     if not started:
         if tb is not None:
             if boot.server_args is not None or boot.deprecated_flags:
                 return "args" if not tb.oom else "load"
             if boot.http_answered:
                 return "startup"  # HTTP answered (503s) but never served: start-up did not finish
-            oom = tb.oom_numbers
             if oom is not None and oom.graph_pools_gib:
                 return "runtime"  # CUDA graph pools exist: capture, the end of start-up, was done
             return _phase_without_context(tb)
