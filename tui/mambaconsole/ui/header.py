@@ -41,12 +41,12 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     if word == "connection lost":
         label = f"{label} {fmt_duration(s.lost_for())} ago"
     if reading is not None:
-        t.append(f" ● reading {fmt_bytes(reading)} of the log ", styles.get("starting", ""))
+        t.append(f" ● reading {fmt_bytes(reading)} ", styles.get("starting", ""))
     else:
         t.append(f" ● {label} ", styles.get(word, ""))
     behind = s.behind_bytes() if s.connected else None
     if behind is not None:
-        t.append(f" behind the node by {fmt_bytes(behind)} ", styles.get("starting", "bold"))
+        t.append(f" behind {fmt_bytes(behind)} ", styles.get("starting", "bold"))
     silent = s.log_silent_for() if s.connected else None
     if silent is not None:
         t.append(f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"))
@@ -69,7 +69,8 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     elif s.phase is not None:
         t.append(f" relaunch: {s.phase.text}", styles.get("starting", "bold"))
     elif reading is not None:
-        t.append(" reading what the log held when the console opened it; its state once read", "dim")
+        t.append(" reading the log's history (what it held when the console opened it); the run's state once read",
+                 "dim")
     elif s.status == "stopped":
         when = s.run.ended if s.run is not None else None
         t.append(" stopped by a console" + (f" {fmt_duration(max(0.0, s.clock() - when))} ago" if when else ""), "dim")

@@ -213,7 +213,7 @@ class LogPane(Vertical):
             s.append(f" (last {len(state.log)} kept)", "dim")
         if state.log_skipped is not None:
             a, b = state.log_skipped
-            s.append(f"  {fmt_bytes(b - a)} of the middle not read (b: earlier lines)", c.get("warning", "yellow"))
+            s.append(f"  {fmt_bytes(b - a)} skipped (b: earlier)", c.get("warning", "yellow"))
         elif state.log_dropped:
             s.append("  b: earlier lines", "dim")
         if self.access_mode == "hide":
