@@ -202,7 +202,7 @@ def verdict(host: str, python: str, checks: list[dict]) -> tuple[bool, bool, str
                                                               if warns else "") + ".")
     if not can_watch:
         return False, False, f"{host} cannot host a session yet."
-    from mambaconsole.ui.settings import config_path
+    from mambaconsole.session.settings import config_path
 
     return True, False, (
         f"{host} can be watched (follow a server's log, adopt one started by hand, GPUs, runs) but cannot "
@@ -213,7 +213,7 @@ def verdict(host: str, python: str, checks: list[dict]) -> tuple[bool, bool, str
 
 
 async def _main(args) -> int:
-    from mambaconsole.ui.settings import load
+    from mambaconsole.session.settings import load
 
     settings = load(args.host, {"python": args.python, "port": args.port})
     python, port = settings.python, settings.port

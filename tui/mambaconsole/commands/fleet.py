@@ -50,7 +50,7 @@ def wants_screen(args: argparse.Namespace) -> bool:
 def fleet_for(args: argparse.Namespace):
     """The :class:`~mambaconsole.session.fleet.Fleet` the arguments describe."""
     from mambaconsole.session.fleet import Fleet, parse_target
-    from mambaconsole.ui.settings import host_ports
+    from mambaconsole.session.settings import host_ports
 
     return Fleet([parse_target(t) for t in args.targets], hosts=host_ports(), via=args.via)
 

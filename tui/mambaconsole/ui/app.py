@@ -922,7 +922,7 @@ class ConsoleApp(App[int]):
 
 def run(args) -> int:
     """``mambaconsole HOST`` / ``--demo``: build the feed and run the app. Returns the exit status."""
-    from mambaconsole.ui import settings as cfg
+    from mambaconsole.session import settings as cfg
 
     if getattr(args, "demo", False):
         try:

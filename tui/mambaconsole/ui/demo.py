@@ -28,7 +28,7 @@ from mambaconsole.node import tmux_server
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
 from mambaconsole.ui.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 SESSION = "demo"
 

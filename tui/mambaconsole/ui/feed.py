@@ -27,7 +27,7 @@ from mambaconsole.state import (
     GpuProcess, GpuReading, GpuSnapshot, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
     RunsListed, ServerInfo,
 )
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 #: lines per LogLines batch at most (the pane redraws once per batch)
 BATCH = 500
