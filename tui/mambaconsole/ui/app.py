@@ -341,22 +341,24 @@ class ConsoleApp(App[int]):
         (:meth:`_lost`) and open it again after a capped backoff (1 s, doubling up to
         BACKOFF_CAP, back to 1 s at each item); when it ends, return, or with ``again`` open
         it again after the same backoff. Stops when the app closes."""
-        delay = 1.0
+        from mambaconsole.node.supervisor import backoff_delay
+
+        attempt = 0
         while not self._closing:
             try:
                 async for item in open_stream():
                     waiting = handle(item)
                     if waiting is not None:
                         await waiting
-                    delay = 1.0
+                    attempt = 0
                 if not again:
                     return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 self._lost(poll, exc)
-            await asyncio.sleep(delay)
-            delay = min(BACKOFF_CAP, delay * 2)
+            attempt += 1
+            await asyncio.sleep(backoff_delay(attempt, 1.0, BACKOFF_CAP))
 
     @work(exclusive=True, group="http", exit_on_error=False)
     async def poll_http(self) -> None:
@@ -598,7 +600,9 @@ class ConsoleApp(App[int]):
             return
         n = self._fails.get(poll, 0)
         if n:
-            delay = min(BACKOFF_CAP, self.poll_s * 2 ** n)
+            from mambaconsole.node.supervisor import backoff_delay
+
+            delay = backoff_delay(n, 2 * self.poll_s, BACKOFF_CAP)  # 2, 4, 8 ... × poll_s
         else:
             idle = self._idle.get(poll, 0)
             factor = {"runs": RUNS_IDLE_FACTOR, "http": METRICS_IDLE_FACTOR}.get(poll, 1)
