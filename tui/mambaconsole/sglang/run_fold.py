@@ -91,6 +91,10 @@ __all__ = [
     "failure_is_final", "failure_line", "failure_line_of", "failure_outcome",
 ]
 
+_DECODE = E.DecodeBatch
+_PREFILL = E.PrefillBatch
+_ACCESS = E.HttpAccess
+
 #: decode lines a boot keeps for the last-decode view and the Mamba capacity (its held-slot
 #: window is 16); the speculative tally and the peak running count cover every line
 DECODES_KEEP = 256
@@ -472,11 +476,33 @@ class RunFold:
         """Fold one event in (log order)."""
         self.n_events += 1
         t = type(ev)
+        if t is _DECODE or t is _PREFILL:  # the flood: served, nothing else to decide
+            self.n_sglang += 1
+            b = self.boots[-1]
+            b.n_events += 1
+            r = ev.rank
+            if r:
+                b.rank_tags.add(r)
+                self.ranks.add(r)
+            if b.pending_error is not None or b.failure is not None:
+                _served(b)
+            b.served = True
+            if t is _DECODE:
+                self._decode(b, ev)  # type: ignore[arg-type]
+            return
+        if t is _ACCESS:  # the other flood (polls): HTTP answered; a 200 on a serving path once
+            self.n_sglang += 1
+            b = self.boots[-1]
+            b.n_events += 1
+            b.http_answered = True
+            if not b.http_served and ev.status == 200 and (ev.path or "").split("?")[0] in _READY_PATHS:  # type: ignore[attr-defined]
+                b.http_served = True
+            return
         if ev.time is not None or (t is not E.Text and t is not E.PythonWarning):
             self.n_sglang += 1
         if self.version is None and (t is E.Text or t is E.PythonWarning):
             self.version = _version_in(ev)
-        if self.first_error_line is None and severity(ev.text) == "error":
+        if self.first_error_line is None and t is not E.HttpAccess and severity(ev.text) == "error":
             self.first_error_line = ev.line_no
         b = self.last
         # boot boundaries
