@@ -72,3 +72,30 @@ async def test_ctrl_s_in_the_editor_saves_a_screenshot(monkeypatch, tmp_path):
         await pilot.pause()
         [svg] = list((tmp_path / "shots").glob("*.svg"))
         assert "Edit the Mamba parameters" in svg.read_text().replace("&#160;", " ")
+
+
+async def test_a_pane_key_pressed_elsewhere_says_where_it_works(monkeypatch):
+    """``w`` with the GPU pane focused did nothing, silently."""
+    from mambaconsole.ui.log_pane import LogPane
+
+    wrap = next(b for b in LogPane.BINDINGS if b.key == "w")  # the log pane's own description
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        was = app.log_pane.view.wrap
+        await pilot.press("1", "w")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(m.startswith("w does nothing here: ") and f"{wrap.description.lower()} in the log pane (press 4 first)"
+                   in m for m in said), said
+        assert app.log_pane.view.wrap == was  # and it did nothing
+        # in the log pane it works, and says nothing of the kind
+        await pilot.press("4", "w")
+        await pilot.pause()
+        assert app.log_pane.view.wrap != was
+        # typed into the log's search box it is a letter, nothing else
+        n = len(app._notifications)
+        await pilot.press("slash", "w")
+        await pilot.pause()
+        assert app.log_pane.query_one("#log-search").value == "w" and len(app._notifications) == n, [m.message for m in app._notifications]

@@ -101,6 +101,20 @@ def screenshot_folder() -> Path:
     return Path(platformdirs.user_data_dir("mambaconsole")) / "screenshots"
 
 
+def _pane_bindings():
+    """The panes whose own keys work there only: (its name in words, its pane key, its class)."""
+    return (("log", "4", LogPane), ("ServerArgs", "3", ArgsPane))
+
+
+def _pane_only_keys() -> list[str]:
+    """Every key a pane binds for itself (LogPane's and ArgsPane's BINDINGS: one place)."""
+    keys: list[str] = []
+    for _name, _num, cls in _pane_bindings():
+        for b in cls.BINDINGS:
+            keys += [k for k in b.key.split(",") if k not in keys]
+    return keys
+
+
 class ConsoleApp(App[int]):
     """``mambaconsole HOST``. ``feed`` talks to the node; ``clock`` is frozen in snapshot tests;
     ``prepare`` (a coroutine function) runs before the first poll (the demo starts its first run
@@ -635,6 +649,25 @@ class ConsoleApp(App[int]):
         if self.read_only and action in NODE_CHANGING:
             return False
         return True
+
+    def on_key(self, event) -> None:
+        """A key that one pane binds for itself, pressed where no binding takes it (another pane
+        focused): say where it works."""
+        if self.screen is not self.main_screen or isinstance(self.focused, Input):
+            return  # a dialog, or typed text (the log's and ServerArgs' search boxes)
+        if event.key in _pane_only_keys() and event.key not in self.screen.active_bindings:
+            self.action_elsewhere(event.key)
+
+    def action_elsewhere(self, key: str) -> None:
+        """A pane's key pressed where it does nothing (another pane focused): say where it works."""
+        where = []
+        for name, num, cls in _pane_bindings():
+            for b in cls.BINDINGS:
+                if key in b.key.split(","):
+                    where.append(f"{b.description.lower()} in the {name} pane (press {num} first)")
+        shown = {"slash": "/", "end": "End"}.get(key, key)
+        if where:
+            self.notify(f"{shown} does nothing here: " + "; ".join(where), timeout=4)
 
     async def action_quit_console(self) -> None:
         self.exit(0)
