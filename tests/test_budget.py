@@ -179,3 +179,25 @@ def test_inspect_prediction_needs_a_log_with_the_dump(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(log), "--kind", "log", "--config",
                           str(CPU / "qwen3next-tiny.config.json")], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "no ServerArgs dump" in out.stderr
+
+
+def test_advice_for_a_fit_with_a_graph_risk_removes_the_risk():
+    # the demo's working edit fits, but leaves 8.8 GiB for graphs and activations where
+    # SGLang's own default reserve on a 96 GiB GPU is 10 GiB + 1.5 MiB x 8192 tokens + 0.125 GiB
+    sim = B.rules_for("0.5.11", simulated=True)
+    f, shape, facts = _seed("0.5.11", demo.working_argv("0.5.11"))
+    b = B.predict(f, shape, facts, sim)
+    assert b.fits and b.risk is not None
+    assert b.graph_range[1] == int((max(512 + 8192 * 1.5 + 1 / 8 * 1024, 10 * 1024)) * (1 << 20))
+    advice = B.advise(f, shape, facts, sim)
+    assert advice
+    flag_field = {"--mem-fraction-static": ("mem_fraction_static", float),
+                  "--max-mamba-cache-size": ("max_mamba_cache_size", int),
+                  "--mamba-full-memory-ratio": ("mamba_full_memory_ratio", float)}
+    for a in advice:  # each advised change fits without the risk (the old advice: a cap of 44)
+        (flag, value), = a.flags.items()
+        name, cast = flag_field[flag]
+        fixed = B.predict({**f, name: cast(value)}, shape, facts, sim)
+        assert fixed.fits and fixed.risk is None, (a, fixed.risk)
+    caps = [int(a.flags["--max-mamba-cache-size"]) for a in advice if "--max-mamba-cache-size" in a.flags]
+    assert all(c < 24 for c in caps)  # on the simulator's rules a smaller pool frees its tracking rows

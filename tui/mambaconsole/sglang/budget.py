@@ -615,8 +615,8 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
     if free < low:
         b.fails_at, b.need_bytes, b.free_bytes = "cuda_graph", low, free
     elif free < high:
-        b.risk = (f"{free / GIB:.1f} GiB left for CUDA graphs and activations, "
-                  f"SGLang reserves up to {high / GIB:.1f}: capture may run out")
+        b.risk = (f"{free / GIB:.1f} GiB left for CUDA graphs and activations; SGLang's own default "
+                  f"reserve here is {high / GIB:.1f}: capture may run out")
     return b
 
 
@@ -650,9 +650,16 @@ def advise(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rules
            accepted: set[str] | None = None) -> list[Advice]:
     """The largest ``--max-mamba-cache-size`` that fits (hybrid models), the largest
     ``--mamba-full-memory-ratio`` (steps of 0.05) with the size left to SGLang, and the largest
-    ``--mem-fraction-static`` (steps of 0.01), each alone on top of ``fields``. Flags outside
+    ``--mem-fraction-static`` (steps of 0.01), each alone on top of ``fields``; when ``fields``
+    already fit but leave the graphs less than SGLang's default reserve (:attr:`Budget.risk`),
+    only changes without that risk are advice. Flags outside
     ``accepted`` (the node's parser's options, when known) are not offered."""
     out: list[Advice] = []
+    # a budget that fits with a graph risk: only a change that removes the risk is advice
+    no_risk = predict(fields, model, facts, rules).fits
+
+    def fits(b: Budget) -> bool:
+        return _fits_clean(b) and (b.risk is None or not no_risk)
 
     def ok(flag: str) -> bool:
         return accepted is None or flag in accepted
@@ -666,7 +673,7 @@ def advise(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rules
         hi = min(hi, facts.gpu_total_bytes // slot + 1)
         while lo < hi:  # largest size that fits
             mid = (lo + hi + 1) // 2
-            if _fits_clean(predict({**fields, "max_mamba_cache_size": mid}, model, facts, rules)):
+            if fits(predict({**fields, "max_mamba_cache_size": mid}, model, facts, rules)):
                 lo = mid
             else:
                 hi = mid - 1
@@ -676,7 +683,7 @@ def advise(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rules
     if model.hybrid and ok("--mamba-full-memory-ratio") and fields.get("max_mamba_cache_size") is None:
         for r in [round(0.95 - 0.05 * i, 2) for i in range(19)]:
             b = predict({**fields, "mamba_full_memory_ratio": r}, model, facts, rules)
-            if _fits_clean(b):
+            if fits(b):
                 out.append(adv({"--mamba-full-memory-ratio": f"{r:g}"}, b))
                 break
     if ok("--mem-fraction-static"):
