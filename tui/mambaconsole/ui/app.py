@@ -876,7 +876,7 @@ class ConsoleApp(App[int]):
     async def relaunch_loop(self, argv: list[str], break_stale: dict | None = None,
                             run_env: tuple[dict[str, str], str | None] | None = None) -> None:
         from mambaconsole.node.runs import LockHeld
-        from mambaconsole.ui import relaunch
+        from mambaconsole.session import relaunch
 
         self.relaunching = True
         try:
@@ -894,7 +894,7 @@ class ConsoleApp(App[int]):
 
     @work(exclusive=True, group="relaunch", exit_on_error=False)
     async def stop_run(self, run: RunInfo) -> None:
-        from mambaconsole.ui import relaunch
+        from mambaconsole.session import relaunch
 
         try:
             await relaunch.stop(self.feed, run, lambda name, text: self.post_message(M.Fed(Phase(name, text))))
