@@ -178,3 +178,15 @@ def test_targets(text, kind):
 def test_bad_target_is_a_clear_error(text, message):
     with pytest.raises(ConsoleError, match=message):
         parse_target(text)
+
+
+def test_worker_url_to_host():
+    from mambaconsole.session.fleet import Fleet, Target
+
+    f = Fleet([Target("router", url="http://r:1")], hosts={"gpu-a": 30000, "gpu-b": 31000})
+    assert f.host_for("http://gpu-a:30000") == "gpu-a"
+    assert f.host_for("http://gpu-a:30001") is None  # that host's server is on another port
+    assert f.host_for("http://10.0.0.7:30000") is None
+    assert f.host_for("http://127.0.0.1:31001") == "local"  # a loopback worker seen from here
+    via = Fleet([Target("router", url="http://r:1")], hosts={}, via="gpu-node")
+    assert via.host_for("http://127.0.0.1:31001") == "gpu-node"

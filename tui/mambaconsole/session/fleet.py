@@ -303,16 +303,15 @@ class Fleet:
 
     def host_for(self, url: str) -> str | None:
         """The settings host a worker URL maps to: a ``[hosts.NAME]`` whose name is the URL's
-        host name and whose ``port`` is the URL's port; with ``via``, a loopback URL maps to
-        the ``via`` host. None when nothing matches."""
+        host name and whose ``port`` is the URL's port; else a loopback URL is on the node it is
+        seen from: the ``via`` host, or ``local`` (this machine; Enter passes the URL's port).
+        None when nothing matches."""
         parts = urlsplit(url)
         for name, port in self.hosts.items():
             if name == parts.hostname and port == parts.port:
                 return name
-        if self.via is not None and parts.hostname in ("127.0.0.1", "localhost", "::1"):
-            return self.via
-        if parts.hostname in ("127.0.0.1", "localhost", "::1") and "local" in self.hosts and self.hosts["local"] == parts.port:
-            return "local"
+        if parts.hostname in ("127.0.0.1", "localhost", "::1"):
+            return self.via if self.via is not None else "local"
         return None
 
     # ------------------------------------------------------------ polling

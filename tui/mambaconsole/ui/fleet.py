@@ -4,8 +4,8 @@ marked ``!``; below, the disagreements in words and the ServerArgs differences s
 (one row per field, one column per worker), the ones that matter first. TTFT/ITL are over the last minute once the screen has polled that long.
 
 Keys: Enter opens today's four-pane console on the highlighted worker's host (the ``[hosts]``
-settings: a section named as the URL's host with that port, or the ``--via`` host for a
-loopback URL); quitting it comes back here. ``r`` polls now, ``q`` quits.
+settings: a section named as the URL's host with that port; a loopback URL: the ``--via`` host
+or ``local``); quitting it comes back here. ``r`` polls now, ``q`` quits.
 
 The data comes from :class:`mambaconsole.session.fleet.Fleet` (headless), polled in a worker
 every ``poll_s`` seconds; the next poll is armed only after the last one finished.
@@ -174,7 +174,7 @@ class FleetApp(App[tuple[str, int | None] | None]):
         w = snap.workers[min(table.cursor_row, len(snap.workers) - 1)]
         if w.host is None:
             self.notify(f"{w.url}: no [hosts] entry maps to this worker (a [hosts.NAME] with NAME = the URL's host "
-                        "and its port, or --via HOST for loopback URLs)", severity="warning", timeout=8)
+                        "and its port)", severity="warning", timeout=8)
             return
         port = urlsplit(w.url).port if w.url.startswith("http") else None
         self.exit((w.host, port))
