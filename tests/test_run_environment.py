@@ -121,3 +121,28 @@ async def test_the_gpu_reader_runs_with_the_servers_python(node_home):
     # this test's python has pynvml (a dependency of the project): the reader got past the import
     # and says why NVML gave no GPU (no driver on this machine)
     assert "not importable" not in snap.reason and "pynvml" in snap.reason, snap.reason
+
+
+async def test_breaking_a_stale_lock_relaunches_with_the_edited_environment(node_home, no_config):
+    """A relaunch refused by another console's stale lock, retried with 'Break and relaunch':
+    the retry starts the edited argv with the edited environment and folder, not the old run's."""
+    from fixtures.console import console_for
+    from mambaconsole.ui import messages as M
+    from mambaconsole.ui.confirm import ConfirmScreen
+
+    app = console_for(LocalNode(), str(node_home))
+    calls = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.relaunch_loop = lambda *a, **k: calls.append((a, k))
+        edited = ({"PYTHONPATH": "/edited"}, "/edited/folder")
+        app.post_message(M.RelaunchDone(None, "held", lock={"stale": True, "holder": "eve@host"}, argv=["x"],
+                                        run_env=edited))
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, ConfirmScreen):
+                break
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause(0.2)
+    assert calls and calls[0][1].get("run_env") == edited, calls

@@ -886,7 +886,7 @@ class ConsoleApp(App[int]):
                 break_stale=break_stale, run_env=run_env)
             self.post_message(M.RelaunchDone(run_id))
         except LockHeld as exc:
-            self.post_message(M.RelaunchDone(None, str(exc), lock=exc.lock, argv=list(argv)))
+            self.post_message(M.RelaunchDone(None, str(exc), lock=exc.lock, argv=list(argv), run_env=run_env))
         except Exception as exc:
             self.post_message(M.RelaunchDone(None, str(exc) if isinstance(exc, ConsoleError) else f"{type(exc).__name__}: {exc}"))
         finally:
@@ -918,7 +918,8 @@ class ConsoleApp(App[int]):
                 self.push_screen(ConfirmScreen(
                     f"Break the stale relaunch lock of {lock.get('holder', 'unknown')}?",
                     f"{msg.error}\nBreaking it takes the lock over and relaunches.", "Break and relaunch"),
-                    lambda ok, a=list(msg.argv), lk=dict(lock): self.relaunch_loop(a, lk) if ok else None)
+                    lambda ok, a=list(msg.argv), lk=dict(lock), e=msg.run_env: self.relaunch_loop(a, lk, run_env=e)
+                    if ok else None)
         else:
             self._following_run = msg.run_id
             self.state.notice = None

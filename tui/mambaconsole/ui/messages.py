@@ -47,15 +47,17 @@ class PreflightDone(Message):
 class RelaunchDone(Message):
     """The relaunch loop ended: ``run_id`` of the new run, or ``error`` (one line); ``lock``:
     the other console's relaunch lock when that was the reason (``stale``: breakable); ``argv``
-    what was to be launched (to retry after breaking a stale lock)."""
+    what was to be launched and ``run_env`` with which environment and folder (the editor's; None:
+    the old run's), to retry after breaking a stale lock."""
 
     def __init__(self, run_id: str | None, error: str | None = None, lock: dict | None = None,
-                 argv: list[str] | None = None) -> None:
+                 argv: list[str] | None = None, run_env: tuple[dict, str | None] | None = None) -> None:
         super().__init__()
         self.run_id = run_id
         self.error = error
         self.lock = lock
         self.argv = argv
+        self.run_env = run_env
 
 
 class SourceRead(Message):
