@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from mambaconsole.node.local import LocalNode
 from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed, severities, severity
@@ -211,5 +211,6 @@ _REAL = [t for c in sorted(CASES.glob("case-*/input.log")) for t in c.read_text(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(_REAL), st.text(max_size=80)), max_size=40))
+@example(texts=["\n", "  warnings.warn("])  # a text holding a newline shifted every later line
 def test_batch_severities_equal_per_line(texts):
     assert severities(texts) == [severity(t) for t in texts]

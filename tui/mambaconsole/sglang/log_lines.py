@@ -61,11 +61,21 @@ def _hit_lines(joined: str, words: tuple[str, ...]) -> list[int]:
     return out
 
 
+def _batch_hits(texts: list[str], joined: str | None, words: tuple[str, ...]) -> list[int] | range:
+    """The indexes of ``texts`` worth a closer look: one scan of the joined batch, or every
+    index when a text holds a newline itself (the joined text's lines would not be the texts)."""
+    if joined is None:
+        joined = "\n".join(texts)
+    if joined.count("\n") != max(0, len(texts) - 1):
+        return range(len(texts))
+    return _hit_lines(joined, words)
+
+
 def severities(texts: list[str], joined: str | None = None) -> list[str]:
     """:func:`severity` of each line of a batch: one scan of the joined text (``joined``, when
     the caller has it) finds the lines holding a hint word; only those are read further."""
     out = ["info"] * len(texts)
-    for i in _hit_lines("\n".join(texts) if joined is None else joined, _HINTS):
+    for i in _batch_hits(texts, joined, _HINTS):
         out[i] = severity(texts[i])
     return out
 
@@ -73,7 +83,7 @@ def severities(texts: list[str], joined: str | None = None) -> list[str]:
 def poll_access_flags(texts: list[str], joined: str | None = None) -> list[bool]:
     """:func:`is_poll_access` of each line of a batch (one scan of the joined text)."""
     out = [False] * len(texts)
-    for i in _hit_lines("\n".join(texts) if joined is None else joined, _ACCESS_HINTS):
+    for i in _batch_hits(texts, joined, _ACCESS_HINTS):
         out[i] = is_poll_access(texts[i])
     return out
 

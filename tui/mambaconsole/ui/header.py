@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -77,7 +79,7 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     elif s.failure:
         t.append(f" {s.failure_headline}", styles.get("dead", "bold"))
     elif s.run is not None and s.run.state == "never_started":
-        t.append(f" the run never started: {s.run.error or 'no server process was ever recorded'}",
+        t.append(f" the run never started: {short_paths(s.run.error or 'no server process was ever recorded')}",
                  styles.get("dead", "bold"))
     elif s.notice:
         t.append(f" {s.notice}", styles.get("starting", "bold"))
@@ -136,3 +138,16 @@ def fit_lines(text: Text, width: int) -> Text:
     out = Text("\n").join(lines)
     out.no_wrap = True
     return out
+
+
+_LONG_PATH = re.compile(r"/(?:[^/\s'\"]+/){4,}[^/\s'\"]+")
+
+
+def short_paths(text: str, keep: int = 3) -> str:
+    """``text`` with every absolute path of five or more parts cut to ``/first/…/`` plus its last
+    ``keep`` parts (``/tmp/…/no-such-venv/bin/python``): on a one-line header the end of a path
+    names the program; the log keeps it whole."""
+    def cut(m: re.Match) -> str:
+        parts = m.group(0).split("/")[1:]
+        return "/" + parts[0] + "/…/" + "/".join(parts[-keep:])
+    return _LONG_PATH.sub(cut, text)
