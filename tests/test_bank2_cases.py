@@ -130,4 +130,4 @@ def test_case212_readable_advice_fits_the_phase(capsys):
     assert "phase runtime" in out and "cannot fix it" not in out
     oom = next(ln for ln in out.splitlines() if ln.startswith("! oom:"))
     assert all(f in oom for f in ("--mem-fraction-static", "--chunked-prefill-size", "--max-running-requests"))
-    assert "SGLang version: not shown" in out and "memory (GB): not shown" in out
+    assert "SGLang version: not shown" in out and "memory (GiB; SGLang logs \"GB\" = bytes/1024³): not shown" in out

@@ -273,8 +273,8 @@ def test_readable_inspect_shows_what_the_cases_expect(capsys):
 
     assert main(["inspect", str(CASES / "case-04" / "input.log")]) == 0
     out = capsys.readouterr().out
-    # case-04 items 2-4: KV pool 206,635 tokens, context 262,144, 1.81 GB free, 2048 / 16384
-    for s in ("KV pool 206635 tokens", "context_len 262144", "free GPU memory after init 1.81 GB",
+    # case-04 items 2-4: KV pool 206,635 tokens, context 262,144, 1.81 GB (SGLang's GB = GiB) free, 2048 / 16384
+    for s in ("KV pool 206635 tokens", "context_len 262144", "free GPU memory after init 1.81 GiB",
               "chunked_prefill_size 2048", "max_prefill_tokens 16384"):
         assert s in out
     assert main(["inspect", str(CASES / "case-26" / "input.txt")]) == 0
@@ -283,7 +283,7 @@ def test_readable_inspect_shows_what_the_cases_expect(capsys):
     for s in ('"/models/Qwen3.8-27B-NVFP4"', '"qwen3.8-27b"', "tp_size 1", "port 8080", "status ready",
               '"extra_buffer_lazy"', "max_mamba_cache_size 8", '"bfloat16"', "mamba_full_memory_ratio 0.9",
               "mamba_track_interval 256", "mamba_max_states_per_path 2", '"triton"',
-              "enable_hierarchical_cache true", "startup free 1.913 GB", "token capacity 262144",
+              "enable_hierarchical_cache true", "startup free 1.913 GiB", "token capacity 262144",
               "load_weight 6.19", "kv_cache_allocation 0.34", "scheduler_e2e 24.08", "tokenizer_e2e 32.14"):
         assert s in out, s
     assert "not reported" not in out.split("concurrency")[0]  # memory lists what the input has

@@ -1,6 +1,16 @@
-"""Units shown to people, one formatter each (stdlib only: the node layer uses them too)."""
+"""Units shown to people, one formatter each (stdlib only: the node layer uses them too).
+
+Memory is shown in GiB (2**30 bytes) on every screen and in every command's text. SGLang's log
+prints its memory lines in "GB" but divides by 1024³ (SGLang 0.5.23: ``GB = 1024 * 1024 *
+1024`` in ``srt/mem_cache/memory_pool.py``; ``get_available_gpu_memory`` in ``srt/utils/common.py``
+divides by ``1 << 30``), so its numbers are GiB and are shown unchanged, labelled GiB; an
+output that shows them says so once with :data:`SGLANG_GB`. PyTorch's OOM message prints GiB.
+"""
 
 from __future__ import annotations
+
+#: said once wherever SGLang's "GB" numbers are shown as GiB (the log's own words say "GB")
+SGLANG_GB = 'SGLang logs "GB" = bytes/1024³'
 
 
 def fmt_duration(s: float | None) -> str:

@@ -19,12 +19,16 @@ SGLang sources in :mod:`mambaconsole.sglang.capacity`):
 - ``running``, ``queue``: the last decode line; ``peak_running``: the most running seen;
 - ``verdict``: why requests queue, ``"admission cap"``, ``"mamba pool full"``, ``"KV pool
   full"`` or null; ``verdict_reason``: one line;
-- ``per_slot_gb``: Mamba state (conv + ssm) GB per slot; ``kv_bytes_per_token``: KV pool
-  bytes per token; ``kv_tokens``: KV pool tokens (GB = 1024³ bytes, as SGLang prints);
+- ``per_slot_gb``: Mamba state (conv + ssm) GiB per slot; ``kv_bytes_per_token``: KV pool
+  bytes per token; ``kv_tokens``: KV pool tokens;
 - ``what_if_fit_peak``: the what-if for the smallest pool that admits ``peak_running``
   (null when none is smaller); ``what_if``: the what-if for ``--what-if-mamba-slots N``
   (null when not asked). A what-if is ``{pool_slots, concurrency, freed_gb, extra_kv_tokens,
-  kv_growth}`` (freed GB negative when the pool grows; kv_growth a fraction of today's pool).
+  kv_growth}`` (freed GiB negative when the pool grows; kv_growth a fraction of today's pool).
+
+Units: a key ending ``_gb`` (``memory_gb``, ``per_slot_gb``, ``freed_gb``) holds SGLang's "GB",
+which is bytes / 1024³, i.e. GiB (:mod:`mambaconsole.units`); the keys keep SGLang's word, the
+readable text says GiB and says once that SGLang's log calls them "GB".
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from mambaconsole.sglang.events import TorchOom
 from mambaconsole.sglang.inspect import KINDS, details, detect_kind, inspect_log_lines, inspect_text, per_rank_memory
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text
+from mambaconsole.units import SGLANG_GB
 
 HELP = "what a server log, /metrics text, server-info JSON or GPU table says"
 
@@ -48,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--kind", choices=KINDS, help="skip detection: read the file as this kind")
     parser.add_argument("--what-if-mamba-slots", type=int, metavar="N",
-                        help="also show what --max-mamba-cache-size N would give (concurrency, freed GB, KV tokens)")
+                        help="also show what --max-mamba-cache-size N would give (concurrency, freed GiB, KV tokens)")
     parser.add_argument("--config", metavar="CONFIG_JSON",
                         help="a log: also predict its boot's memory budget from the model's config.json "
                              "(SGLang's sizing rules) and show it beside what the log said (key 'prediction')")
@@ -88,9 +93,9 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
             lines.append("  out of memory: " + TorchOom(**{k: v for k, v in f["oom"].items() if k != "fragmentation"}).describe())
     m = r["memory_gb"]
     if any(v is not None for v in m.values()):
-        lines.append("memory (GB): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items() if v is not None))
+        lines.append(f"memory (GiB; {SGLANG_GB}): " + ", ".join(f"{k} {_num(v)}" for k, v in m.items() if v is not None))
     elif r["kind"] == "log":
-        lines.append("memory (GB): not shown in this input (no load, pool or graph line)")
+        lines.append(f"memory (GiB; {SGLANG_GB}): not shown in this input (no load, pool or graph line)")
     cap = r.get("capacity")
     if cap:
         lines += capacity_lines(cap)
@@ -130,7 +135,7 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
 def _what_if_line(w: dict) -> str:
     s = f"what-if --max-mamba-cache-size {w['pool_slots']}: concurrency {_num(w['concurrency'])}"
     if w["freed_gb"] is not None:
-        s += f", {'frees' if w['freed_gb'] >= 0 else 'takes'} {abs(w['freed_gb']):.3f} GB"
+        s += f", {'frees' if w['freed_gb'] >= 0 else 'takes'} {abs(w['freed_gb']):.3f} GiB"
         if w["extra_kv_tokens"] is not None:
             s += f" = {w['extra_kv_tokens']:+,} KV tokens"
             if w["kv_growth"] is not None:
@@ -147,11 +152,11 @@ def capacity_lines(c: dict) -> list[str]:
         out.append(f"  queueing: {c['verdict']} ({c['verdict_reason']})")
     costs = []
     if c["per_slot_gb"] is not None:
-        costs.append(f"{c['per_slot_gb']:.4f} GB per slot (conv + ssm)")
+        costs.append(f"{c['per_slot_gb']:.4f} GiB per slot (conv + ssm)")
     if c["kv_bytes_per_token"] is not None:
         costs.append(f"KV {c['kv_bytes_per_token']:,.0f} bytes per token")
     if costs:
-        out.append("  cost: " + ", ".join(costs) + " (GB = 1024³ bytes)")
+        out.append("  cost: " + ", ".join(costs))
     for key in ("what_if_fit_peak", "what_if"):
         if c.get(key):
             out.append("  " + _what_if_line(c[key]) + (" (fits the peak running)" if key == "what_if_fit_peak" else ""))
@@ -303,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     if result["kind"] == "log":
         ranks = per_rank_memory(src)
         if len(ranks) > 1:
-            print(f"memory per rank (GB; {NOT_SEEN} = the rank printed no such line):")
+            print(f"memory per rank (GiB; {NOT_SEEN} = the rank printed no such line):")
             for rank, m in ranks.items():
                 bs = m.pop("graph_batch_sizes")
                 print(f"  {rank:<16} " + ", ".join(f"{k} {_cell(v)}" for k, v in m.items())

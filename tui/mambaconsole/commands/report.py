@@ -5,7 +5,7 @@ It holds: the node (host, its Python), the GPUs (the node agent's sample), the S
 (the node python's ``sglang`` distribution, else the version the log names), the run (state,
 exit code, times), its launch command and the argv diff from the previous run, the values
 SGLang used that differ from the given ones (the log's ``server_args=`` dump, SGLang's own
-"changed setting" lines), the memory budget (GB as SGLang printed it, one rank), the outcome
+"changed setting" lines), the memory budget (GiB, one rank: SGLang's "GB" numbers as printed, which are bytes / 1024³), the outcome
 with the error lines, and the speculative acceptance summary. Every log fact comes from
 :mod:`mambaconsole.sglang` (``events.parse_text`` and ``summary.summarize``); none is parsed
 here.
@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from mambaconsole.commands._common import add_host, run_async
 from mambaconsole.errors import ConsoleError
 from mambaconsole.redact import PLACEHOLDER, argv_secrets, find_secrets, redact_secrets
+from mambaconsole.units import SGLANG_GB
 
 HELP = "a Markdown report of a run to paste into an issue (personal details redacted)"
 
@@ -259,8 +260,8 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
     mem = s.memory_gb()
     rank = s.last.primary.rank if s.boots and s.last.primary else None
     items = [(k, v) for k, v in mem.items() if v is not None]
-    out += [f"### Memory budget (GB as SGLang printed it{', rank ' + rank if rank else ''})", ""]
-    out.append(_table(("item", "GB"), items) if items else "The log reports no memory lines.")
+    out += [f"### Memory budget (GiB{', rank ' + rank if rank else ''}; {SGLANG_GB})", ""]
+    out.append(_table(("item", "GiB"), items) if items else "The log reports no memory lines.")
     out.append("")
     out += ["### Outcome", "", f"**{s.outcome}**" + (f" (exit code {run.exit_code}"
                                                       + (f", {rec['signal']}" if rec.get("signal") else "") + ")"

@@ -823,10 +823,10 @@ def versus_log(report: Mapping[str, Any], config: Mapping[str, Any], *, version:
         ["max_mamba_cache_size", b.max_mamba_cache_size, report.get("mamba_slots")],
         ["KV #tokens", b.kv_tokens or None, cap.get("kv_tokens")],
         ["max_running_requests", b.max_running_requests or None, conc.get("effective")],
-        ["Mamba GB (conv + ssm + intermediate)", g(b.mamba_bytes) if b.max_mamba_cache_size is not None else None,
+        ["Mamba GiB (conv + ssm + intermediate)", g(b.mamba_bytes) if b.max_mamba_cache_size is not None else None,
          mem.get("mamba_total")],
-        ["KV cache GB", g(b.kv_bytes) if b.kv_tokens else None, mem.get("kv_cache")],
-        ["CUDA graphs GB", [g(b.graph_range[0]), g(b.graph_range[1])], mem.get("cuda_graph")],
+        ["KV cache GiB", g(b.kv_bytes) if b.kv_tokens else None, mem.get("kv_cache")],
+        ["CUDA graphs GiB", [g(b.graph_range[0]), g(b.graph_range[1])], mem.get("cuda_graph")],
     ]
     return {"prediction": plan_json(b, [], facts), "rows": rows, "rules": rules.version, "version": v,
             "simulated_rules": simulated}

@@ -120,7 +120,8 @@ def details(text: str | LogSummary, kind: str) -> list[tuple[str, str]]:
     tokens, context length, free GPU memory after init: SGLang's ``max_total_num_tokens=``
     line, ``srt/managers/scheduler.py``); for server info, identity, the Mamba settings,
     memory at startup and the startup timings (``/server_info``, 0.5.9+; ``/get_server_info``
-    before). Values as SGLang printed them; absent ones are left out."""
+    before). Values as SGLang printed them, memory labelled GiB (SGLang's "GB" is bytes / 1024³:
+    :mod:`mambaconsole.units`); absent ones are left out."""
     out: list[tuple[str, str]] = []
     if kind == "log":
         r = (text if isinstance(text, LogSummary) else _summary(text)).last.summary
@@ -130,7 +131,7 @@ def details(text: str | LogSummary, kind: str) -> list[tuple[str, str]]:
                      f"chunked_prefill_size {r.chunked_prefill_size}" if r.chunked_prefill_size is not None else None,
                      f"max_prefill_tokens {r.max_prefill_tokens}" if r.max_prefill_tokens is not None else None,
                      f"max_running_requests {r.max_running_requests}" if r.max_running_requests is not None else None,
-                     f"free GPU memory after init {r.available_gpu_mem_gb:g} GB"
+                     f"free GPU memory after init {r.available_gpu_mem_gb:g} GiB"
                      if r.available_gpu_mem_gb is not None else None]
             out.append(("ready summary", ", ".join(p for p in parts if p)))
     elif kind == "server_info":
@@ -148,7 +149,7 @@ def details(text: str | LogSummary, kind: str) -> list[tuple[str, str]]:
         if mamba:
             out.append(("mamba", mamba))
         mem = si.memory
-        mparts = [f"startup free {mem.startup_available_gb:g} GB" if mem.startup_available_gb is not None else None,
+        mparts = [f"startup free {mem.startup_available_gb:g} GiB" if mem.startup_available_gb is not None else None,
                   f"token capacity {mem.token_capacity}" if mem.token_capacity is not None else None,
                   f"graphs by phase {json.dumps(mem.graph_by_phase)}" if mem.graph_by_phase else None]
         if any(mparts):

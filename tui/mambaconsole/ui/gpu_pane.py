@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState
+from mambaconsole.units import SGLANG_GB
 from mambaconsole.ui.redraw import update_static
 
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -26,7 +27,7 @@ BUDGET = (("weights", "primary", "W"), ("kv", "secondary", "K"), ("mamba conv", 
           ("mamba ssm", "accent", "M"), ("mamba spec", "error", "s"), ("graphs", "warning", "G"))
 MIB_PER_GIB = 1024
 #: the legend's word on SGLang's "GB"
-GB_NOTE = 'budget GiB (SGLang logs "GB" = bytes/1024³):'
+GB_NOTE = f"budget GiB ({SGLANG_GB}):"
 
 
 def gpu_memory(used_mib: float, total_mib: float) -> tuple[float, float, float | None]:
