@@ -6,11 +6,18 @@ Walks the demo's loop with Textual's Pilot at 120x40: the seed scenario's OOM, t
 the pre-flight refusing ``no_buffer``, the capped edit relaunched to ready, the history; plus
 the main screen in the light and high-contrast themes. Runs the sim 20x faster; its demo home
 is a temp folder (never the user's cache dir).
+
+The pictures show no folder of the machine that made them: the sim is started as ``python``
+(this python's folder first on PATH), so its command line reads ``python -m mambaconsole.sim
+...``, and its traceback frames name :data:`NEUTRAL_SITE` (``$MAMBACONSOLE_SIM_SITE_PACKAGES``).
+The SVGs are saved through ``ConsoleApp.save_screenshot``, which makes them render with
+``rsvg-convert`` (:func:`mambaconsole.ui.screenshot.portable_svg`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -19,9 +26,12 @@ from pathlib import Path
 
 from mambaconsole.node import tmux_server
 from mambaconsole.ui.app import ConsoleApp
+from mambaconsole.sim.server import ENV_SITE
 from mambaconsole.ui.demo import Demo
 
 SIZE = (120, 40)
+#: where the pictures' traceback frames say SGLang is installed
+NEUTRAL_SITE = f"/home/user/venv/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
 
 
 async def wait(pilot, pred, timeout=90.0, what="condition"):
@@ -38,7 +48,9 @@ async def wait(pilot, pred, timeout=90.0, what="condition"):
 
 async def main(out: Path) -> None:
     home = Path(tempfile.mkdtemp(prefix="mc-shots-"))
-    demo = Demo(home, speed=20)
+    # `python` on the runs' command line is this python (its venv's bin first on PATH, unresolved)
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    demo = Demo(home, speed=20, python="python", extra_env={ENV_SITE: NEUTRAL_SITE})
     app = ConsoleApp(demo.make_feed(), poll_s=0.5, prepare=demo.start, on_quit=demo.stop)
     try:
         async with app.run_test(size=SIZE) as pilot:

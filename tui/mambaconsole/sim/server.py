@@ -10,6 +10,11 @@ Ground truth for tests (``--sim-truth PATH`` or ``$MAMBACONSOLE_SIM_TRUTH``): a 
 rewritten atomically at each change, with the version, the outcome (``ready``, ``oom``,
 ``not_enough_memory``, ``mamba_too_small``, ``validation_error``, ``arg_error``), the exit status, the memory
 plan (bytes) and every accept length printed.
+
+Paths it shows: its traceback frames name SGLang's files under this python's site-packages, as
+a real server's do, or under ``$MAMBACONSOLE_SIM_SITE_PACKAGES`` when set (the README's
+screenshots use a neutral one); the GPU readings' process command line is the process's own
+(``sys.orig_argv``, what ``/proc/PID/cmdline`` holds), as the node agent reads a real one.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ import argparse
 import json
 import os
 import random
-import shlex
 import signal
 import sys
 import threading
@@ -35,6 +39,8 @@ from mambaconsole.sim.model import GiB, QWEN36_27B, HybridModel, SimGPU
 from mambaconsole.sim.resolve import Failure, Resolved, resolve
 
 ENV_TRUTH = "MAMBACONSOLE_SIM_TRUTH"
+#: the site-packages folder the traceback frames name instead of this python's own
+ENV_SITE = "MAMBACONSOLE_SIM_SITE_PACKAGES"
 DEFAULT_GPU = "RTX PRO 6000 Blackwell,96"
 
 #: nominal durations of the startup phases, seconds at --sim-speed 1
@@ -72,7 +78,10 @@ def sim_arg_parser() -> argparse.ArgumentParser:
 
 
 def _site_packages() -> str:
-    return f"{sys.prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    """The folder the traceback frames name: ``$MAMBACONSOLE_SIM_SITE_PACKAGES``, else this
+    python's ``<prefix>/lib/pythonX.Y/site-packages`` (where SGLang would be installed)."""
+    return (os.environ.get(ENV_SITE) or "").rstrip("/") or \
+        f"{sys.prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
 
 
 class SimServer:
@@ -92,7 +101,8 @@ class SimServer:
         self.site = _site_packages()
         self.log = LogWriter(sys.stderr)
         self.pid = os.getpid()
-        self.cmdline = shlex.join([sys.executable, "-m", "mambaconsole.sim", *sys.argv[1:]])
+        # /proc/PID/cmdline as the node agent joins it (node_agent._cmdline_text): the argv as started
+        self.cmdline = " ".join(getattr(sys, "orig_argv", None) or [sys.executable, "-m", "mambaconsole.sim", *sys.argv[1:]])
         self.used_bytes = 0
         self.utilization = 0
         self.ready = False

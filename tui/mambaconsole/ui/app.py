@@ -32,6 +32,7 @@ from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
 from mambaconsole.ui.intake import LogIntake
 from mambaconsole.ui.log_pane import LogPane
+from mambaconsole.ui.screenshot import portable_svg
 from mambaconsole.ui.spec_pane import SpecPane
 
 # Start-up: what the first paint does not need (the modal screens, the argv diff, themes'
@@ -730,6 +731,16 @@ class ConsoleApp(App[int]):
         if isinstance(self.focused, Input):
             return False
         return super().escape_to_minimize
+
+    def save_screenshot(self, filename: str | None = None, path: str | None = None,
+                        time_format: str | None = None) -> str:
+        """Textual's screenshot, made to render outside a browser (:func:`portable_svg`)."""
+        saved = super().save_screenshot(filename, path, time_format)
+        with open(saved, encoding="utf-8") as f:
+            svg = portable_svg(f.read())
+        with open(saved, "w", encoding="utf-8") as f:
+            f.write(svg)
+        return saved
 
     def action_save_svg(self) -> None:
         folder = Path(self.screenshot_dir) if self.screenshot_dir else screenshot_folder()

@@ -41,10 +41,12 @@ def free_port() -> int:
 
 class Demo:
     """The demo's node, store and processes. ``home`` defaults to the user cache dir;
-    ``speed`` is the sim's time scale (tests run it faster)."""
+    ``speed`` is the sim's time scale (tests run it faster); ``python``: the command that starts
+    the sim's runs (default: this python by its full path; ``scripts/screenshots.py`` gives
+    ``python``, found on its PATH, so the pictures do not show this machine's folders)."""
 
     def __init__(self, home: Path | None = None, *, version: str = "0.5.11", speed: float = 1.0, seed: int = 0,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None, python: str | None = None) -> None:
         from mambaconsole.sim import demo as sim_demo
 
         self.sim = sim_demo
@@ -57,6 +59,7 @@ class Demo:
             self._lock_fd = _hold(home / LOCK)
         self.home = sim_demo.prepare_home(home)
         self.version, self.speed, self.seed = version, speed, seed
+        self.python = python
         self.env = sim_demo.demo_env(self.home)
         self.tmux_dir = self.home / "tmux"
         self.tmux_dir.mkdir(mode=0o700, exist_ok=True)
@@ -75,7 +78,7 @@ class Demo:
     def first_argv(self) -> list[str]:
         """``python -m mambaconsole.sim --sim-... <the seed scenario's first failing SGLang args>``."""
         return self.sim.sim_command(self.sim.first_failing_argv(self.version, port=self.port),
-                                    version=self.version, seed=self.seed, speed=self.speed)
+                                    version=self.version, seed=self.seed, speed=self.speed, python=self.python)
 
     def make_feed(self) -> Feed:
         """The demo's feed: LocalNode, the demo home, the sim's resolver and GPU file."""
