@@ -164,6 +164,13 @@ async def test_args_pane_at_120x40_detail_follows_the_cursor(demo_home):
 
         # the overridden row: its given value (the argv) and its writer (the node's resolution)
         given = argv[argv.index("--speculative-algorithm") + 1]
+        # in the table itself, whole: the value, and what was given on the line under it where the
+        # 3-column pane has no room for both (issue 17: 'EAGLE  give…' at 120 columns)
+        used = app.state.resolution["fields"]["speculative_algorithm"]["value"]
+        lines = _visible(table).splitlines()
+        k = next(k for k, ln in enumerate(lines) if "--speculative-algorithm" in ln)
+        assert f" {used} " in lines[k] + " " and f"given {given}" in (lines[k] + lines[k + 1]), lines[k:k + 2]
+        assert "…" not in lines[k] + lines[k + 1]
         last = app.state.resolution["fields"]["speculative_algorithm"]["writes"][-1]
         i = next(i for i, r in enumerate(rows) if r[0] == "--speculative-algorithm")
         table.move_cursor(row=i)

@@ -108,22 +108,36 @@ def column_widths(width: int, flags: list[str], values: list[str], sources: list
     return flag_w, rest - flag_w, src_w, 0
 
 
-def value_cell(r: ArgRow, given, colors: dict[str, str]) -> Text:
+def value_cell(r: ArgRow, given, colors: dict[str, str], width: int | None = None) -> Text:
     """The value column: the resolved value; ``given X`` on an overridden row; ``V → L live``
     where the live server (or a cap SGLang logged) differs from the resolution; with no
-    resolution (it failed), the live value where the server reports one, marked ``live``."""
+    resolution (it failed), the live value where the server reports one, marked ``live``.
+
+    With ``width`` (the column's cells) a cell longer than that puts what follows the value
+    (``given X``, ``→ L live``) on a second line instead of cutting it (``EAGLE`` over ``given
+    NEXTN`` in a 60-cell pane); the row is then 2 lines high (:func:`cell_height`)."""
     if not r.resolved and r.live_from:
         text = Text(_show(r.live), no_wrap=True, overflow="ellipsis")
         text.append(" live", "dim")
         return text
     text = Text(_show(r.value), no_wrap=True, overflow="ellipsis")
+    more = Text()
     if r.disagrees:
-        text.append(" → ", "bold")
-        text.append(_show(r.live), f"bold {colors.get('warning', 'yellow')}")
-        text.append(" live", f"bold reverse {colors.get('warning', 'yellow')}")
+        more.append("→ ", "bold")
+        more.append(_show(r.live), f"bold {colors.get('warning', 'yellow')}")
+        more.append(" live", f"bold reverse {colors.get('warning', 'yellow')}")
     if r.source == "overridden" and given is not None:
-        text.append(f"  given {_show(given)}", "italic")
-    return text
+        more.append(("  " if more else "") + f"given {_show(given)}", "italic")
+    if not more:
+        return text
+    sep = "\n" if width is not None and len(text.plain) + 2 + len(more.plain) > width else (
+        " " if r.disagrees else "  ")
+    return text + Text(sep) + more
+
+
+def cell_height(cell: Text) -> int:
+    """Lines a value cell takes (1, or 2 when :func:`value_cell` moved its note down)."""
+    return cell.plain.count("\n") + 1
 
 
 def detail_text(r: ArgRow, given, colors: dict[str, str], width: int | None = None, lines: int = 4) -> Text:
@@ -228,6 +242,9 @@ class ArgsPane(Vertical, can_focus=False):
                              [r.changed_by for r in rows])
         table.clear()
         n_cols = len(table.columns)
+        value_w = self._widths[1]
+        values = [v if len(v.plain) <= value_w else value_cell(r, (fields.get(r.field) or {}).get("given"), colors, value_w)
+                  for r, v in zip(rows, values)]
         for r, value in zip(rows, values):
             style = source_style(r.source, colors)
             source = Text(r.source, style=style, overflow="ellipsis")
@@ -236,7 +253,8 @@ class ArgsPane(Vertical, can_focus=False):
             flag_style = f"bold {colors.get('error', 'red')}" if r.flag in sizing else (
                 "bold" if r.source != "default" else "")
             table.add_row(*(Text(r.flag, style=flag_style, overflow="ellipsis"), value,
-                            source, Text(r.changed_by, style="dim", overflow="ellipsis"))[:n_cols])
+                            source, Text(r.changed_by, style="dim", overflow="ellipsis"))[:n_cols],
+                          height=cell_height(value))
         if rows:
             table.move_cursor(row=min(keep, len(rows) - 1))
         self._show_detail()
