@@ -40,7 +40,9 @@ import sys
 from mambaconsole.bounded import regular_file
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang.events import TorchOom
-from mambaconsole.sglang.inspect import KINDS, details, detect_kind, inspect_log_lines, inspect_text, per_rank_memory
+from mambaconsole.sglang.inspect import (
+    KINDS, details, detect_kind, inspect_log_lines, inspect_text, no_capacity_reason, per_rank_memory,
+)
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text
 from mambaconsole.units import SGLANG_GB
@@ -69,9 +71,10 @@ def _num(v, unit: str = "") -> str:
     return f"{v:g}{unit}" if isinstance(v, float) else f"{v}{unit}"
 
 
-def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
+def _human(r: dict, extra: list[tuple[str, str]] = (), asked: int | None = None) -> str:
     """The readable summary: the JSON result's known values (absent ones left out), then
-    ``extra`` lines (:func:`mambaconsole.sglang.inspect.details`), then the findings."""
+    ``extra`` lines (:func:`mambaconsole.sglang.inspect.details`), then the findings.
+    ``asked``: the ``--what-if-mamba-slots`` N (a line says why when the input has nothing for it)."""
     lines = [f"kind: {r['kind']}"]
     if r["sglang_version"]:
         lines.append(f"SGLang version: {r['sglang_version']}")
@@ -101,6 +104,8 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
         lines += capacity_lines(cap)
     elif r["mamba_slots"] is not None:
         lines.append(f"mamba slots: {r['mamba_slots']}")
+    if asked is not None and not cap:
+        lines.append(f"what-if --max-mamba-cache-size {asked}: nothing to add: {no_capacity_reason(r)}")
     c = r["concurrency"]
     if any(v is not None for v in c.values()):
         lines.append(f"concurrency: requested {_num(c['requested'])}, effective {_num(c['effective'])}"
@@ -133,8 +138,12 @@ def _human(r: dict, extra: list[tuple[str, str]] = ()) -> str:
 
 
 def _what_if_line(w: dict) -> str:
-    s = f"what-if --max-mamba-cache-size {w['pool_slots']}: concurrency {_num(w['concurrency'])}"
-    if w["freed_gb"] is not None:
+    """One what-if in words; a part the input cannot give says which fact it lacks."""
+    s = f"what-if --max-mamba-cache-size {w['pool_slots']}: concurrency " + (
+        "unknown (slots reserved per request not shown)" if w["concurrency"] is None else str(w["concurrency"]))
+    if w["freed_gb"] is None:
+        s += "; memory freed unknown (no Mamba pool size and per-slot cost: 'Mamba Cache is allocated')"
+    else:
         s += f", {'frees' if w['freed_gb'] >= 0 else 'takes'} {abs(w['freed_gb']):.3f} GiB"
         if w["extra_kv_tokens"] is not None:
             s += f" = {w['extra_kv_tokens']:+,} KV tokens"
@@ -299,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_finite(result), allow_nan=False))
         return 0
     src = summary if summary is not None else text
-    print(_human(result, details(src, result["kind"])))
+    print(_human(result, details(src, result["kind"]), asked=n))
     if pred is not None:
         print(f"prediction (SGLang {pred['version'] or 'version not stated'}: sizing rules of {pred['rules']}"
               + (", simulator's" if pred["simulated_rules"] else "") + ") vs the log:")

@@ -161,6 +161,31 @@ def details(text: str | LogSummary, kind: str) -> list[tuple[str, str]]:
     return out
 
 
+def no_capacity_reason(result: dict[str, Any]) -> str:
+    """Why an ``inspect`` result (the ``--json`` object) has no Mamba slot picture
+    (``capacity`` null) for a what-if to scale, from what the input shows: the Mamba pool's
+    size and per-slot cost come from SGLang's ``Mamba Cache is allocated`` line (printed by
+    ``MambaPool``, ``srt/mem_cache/memory_pool.py``, when the pool is allocated at start-up) and
+    the slots in use from decode lines (``mamba num`` / ``mamba usage``)."""
+    kind = result.get("kind")
+    if kind not in ("log", "server_info"):
+        return f"a {str(kind).replace('_', ' ')} shows no Mamba pool (a server log or server info does)"
+    if kind == "server_info":
+        return "this server info gives no Mamba pool size (max_mamba_cache_size) nor Mamba usage"
+    f = result.get("failure") or {}
+    died = (f.get("exception") or "the failure") + (f" in phase {f['phase']}" if f.get("phase") else "")
+    if f and f.get("phase") in ("args", "load", "startup"):
+        return (f"the server stopped ({died}) before SGLang printed its Mamba pool ('Mamba Cache is "
+                "allocated'): no pool size or per-slot cost to scale; --config CONFIG_JSON (or mambaconsole "
+                "plan) predicts the pool from the model's config.json")
+    mem = result.get("memory_gb") or {}
+    if any(mem.get(k) is not None for k in ("mamba_conv", "mamba_ssm", "mamba_total")):
+        return ("its 'Mamba Cache is allocated' line gives the pool's memory but not its slots (early 2025 "
+                "builds print no max_mamba_cache_size) and no decode line shows Mamba usage: no per-slot cost")
+    return ("this input has no 'Mamba Cache is allocated' line (printed at start-up) and no decode line "
+            "with Mamba usage: not a hybrid Mamba model's log, or those lines are not in it")
+
+
 def _capacity_json(c: Capacity, what_if_slots: int | None) -> dict[str, Any] | None:
     """``capacity``: None when neither the pool size nor a decode line's Mamba figure is known
     (not a hybrid model: 0.5.9-0.5.13 resolve ``no_buffer`` for every model, so the strategy
