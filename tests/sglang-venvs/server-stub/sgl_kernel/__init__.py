@@ -15,12 +15,13 @@ Submodules (``sgl_kernel.scalar_type``, ``.kvcacheio``, ...) are not there, so S
 plain-torch CPU path (``cpu_has_amx_support()`` False). The plain Qwen3 server runs so, and a test
 asserts nothing was called.
 
-Not here yet (the wall for the hybrid Qwen3-Next server): plain-torch versions of the CPU entry
-points its linear-attention path calls once ``cpu_has_amx_support()`` is True
-(``torch.ops.sgl_kernel.fused_gdn_gating_cpu``, ``causal_conv1d_*``, ``chunk_gated_delta_rule_cpu``,
-``fused_sigmoid_gating_delta_rule_update_cpu``, ``fused_qkvzba_split_reshape_cat_cpu``, the norms,
-``topk_softmax_cpu``, ``fused_experts_cpu``, ``weight_packed_linear``, ...; the reference lists
-about 20). Without them the hybrid's layers take Triton, which fails with no GPU.
+The hybrid Qwen3-Next needs more: its linear-attention layers run only on SGLang's AMX CPU path
+(``cpu_has_amx_support()``), which calls about 20 CPU entry points. Plain-torch stand-ins for
+them live in ``tests/sglang-venvs/server-stub-cpu`` (``sgl_kernel/cpu_ops.py``: the
+``torch.ops.sgl_kernel`` operators; ``sgl_kernel/mamba.py``; ``sitecustomize.py``: SGLang sees
+AMX), a folder on the hybrid servers' ``PYTHONPATH`` only. This package's ``__path__`` spans
+every ``sgl_kernel`` folder on ``sys.path`` (``pkgutil.extend_path``), and it imports
+``sgl_kernel.cpu_ops`` when that folder is there; without it, nothing is registered.
 
 ``MAMBACONSOLE_SGL_KERNEL_CALLS=FILE``: each entry point appends its name to FILE on its first
 call in a process (one line per name and process).
@@ -28,9 +29,15 @@ call in a process (one line per name and process).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import pkgutil
 
 __version__ = "0.0.0+mambaconsole.standin"
+
+# submodules may come from the other stand-in folders on PYTHONPATH (server-stub-cpu)
+__path__ = pkgutil.extend_path(__path__, __name__)
 
 _seen: set[str] = set()
 
@@ -62,3 +69,7 @@ def __getattr__(name):
     value = _missing(f"{__name__}.{name}")
     globals()[name] = value
     return value
+
+
+if importlib.util.find_spec(f"{__name__}.cpu_ops") is not None:  # server-stub-cpu on PYTHONPATH
+    importlib.import_module(f"{__name__}.cpu_ops")
