@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from mambaconsole.errors import ConsoleError
+from mambaconsole.session import ui_state as ui_state_mod
 from mambaconsole.state import Connection, ConsoleState, LogLines, Phase, Resolution, RunInfo, ServerInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
@@ -81,6 +82,7 @@ PALETTE = (
     ("Wider ServerArgs pane", "]", "resize(1)"),
     ("Shorter top row", "-", "resize_top(-1)"),
     ("Taller top row", "+", "resize_top(1)"),
+    ("Reset the pane sizes to the default layout", "0", "reset_layout"),
     ("Log: pick the run whose log is shown", "r in the log pane", "pick_run"),
     ("Log: jump to the first error", "E in the log pane", "log.first_error"),
     ("Log: follow the end", "End or G in the log pane", "log.follow"),
@@ -145,11 +147,18 @@ class ConsoleApp(App[int]):
         Binding("right_square_bracket", "resize(1)", "Wider args", show=False),
         Binding("minus", "resize_top(-1)", "Shorter top row", show=False),
         Binding("plus,equals_sign", "resize_top(1)", "Taller top row", show=False),
+        Binding("0", "reset_layout", "Default pane sizes", show=False),
     ]
+
+    #: the pane sizes of a first start and of ``0``: args : log = 5 : 5 tenths of the width, the
+    #: top row 13 terminal rows; the resize keys keep them within these bounds
+    DEFAULT_ARGS_COLS, ARGS_COLS_RANGE = 5, (2, 8)
+    DEFAULT_TOP_ROWS, TOP_ROWS_RANGE = 13, (5, 30)
 
     def __init__(self, feed: Feed, *, read_only: bool = False, clock: Callable[[], float] = time.time,
                  poll_s: float = 2.0, theme: str | None = None, screenshot_dir: str | None = None,
-                 on_quit=None, prepare=None, start_workers: bool = True) -> None:
+                 on_quit=None, prepare=None, start_workers: bool = True,
+                 ui_state: Path | None = None) -> None:
         super().__init__()
         self.feed = feed
         self.read_only = read_only
@@ -162,13 +171,19 @@ class ConsoleApp(App[int]):
         self.prepare_hook = prepare
         self.start_workers = start_workers
         self._wanted_theme = theme
+        #: where the theme and pane sizes chosen are remembered (``session/ui_state.py``);
+        #: None: nothing is read or written (tests, screenshots)
+        self.ui_state_path = ui_state
+        saved = ui_state_mod.load(ui_state) if ui_state is not None else ui_state_mod.UiState()
+        self._ui_state_error = False
         self._themes: list[str] = []
-        self._load_themes()
+        self._load_themes(saved.theme)
         self._fails: dict[str, int] = {}
         self._tail_run: str | None = None
         self._resolved_for: tuple | None = None
-        self._args_cols = 5  # args : log = _args_cols : 10 - _args_cols
-        self._top_rows = 13
+        self._args_cols = self.DEFAULT_ARGS_COLS  # args : log = _args_cols : 10 - _args_cols
+        self._top_rows = self.DEFAULT_TOP_ROWS
+        self._set_sizes(saved.args_cols, saved.top_rows)
         #: one pane at a time (a small terminal: on_resize); which one
         self.compact = False
         self._compact_pane = "log"
@@ -198,16 +213,19 @@ class ConsoleApp(App[int]):
             yield LogPane(id="log", classes="pane")
         yield KeyFooter()
 
-    def _load_themes(self) -> None:
-        """Register the themes (``themes/``) and pick ``theme`` (default ``mamba-dark``) before
-        the first paint: the stylesheet is then built once, in that theme (setting it once
-        mounted re-parses and re-applies every style: ~30 ms of start-up)."""
+    def _load_themes(self, saved: str | None = None) -> None:
+        """Register the themes (``themes/``) and pick ``theme`` (else the ``saved`` one, else
+        ``mamba-dark``) before the first paint: the stylesheet is then built once, in that theme
+        (setting it once mounted re-parses and re-applies every style: ~30 ms of start-up).
+        A given theme that does not exist is an error; a saved one (since deleted) is ignored."""
         from mambaconsole.ui.themes import load_themes
 
         for th in load_themes():
             self.register_theme(th)
             self._themes.append(th.name)
-        want = self._wanted_theme or ("mamba-dark" if "mamba-dark" in self._themes else None)
+        if saved not in self.available_themes:
+            saved = None
+        want = self._wanted_theme or saved or ("mamba-dark" if "mamba-dark" in self._themes else None)
         if want:
             if want not in self.available_themes:
                 raise ConsoleError(f"unknown theme {want!r} (known: {', '.join(self._themes)})")
@@ -224,7 +242,7 @@ class ConsoleApp(App[int]):
         self.spec_pane = self.query_one(SpecPane)
         self.args_pane = self.query_one(ArgsPane)
         self.log_pane = self.query_one(LogPane)
-        # the initial sizes are app.tcss's (5fr 5fr, 13 1fr): _apply_sizes only on resize keys
+        # the sizes (app.tcss's 5fr 5fr, 13 1fr, or the saved ones): _fit_layout applies them
         self.refresh_panes({"header", "gpu", "spec", "args", "log"})
         self.set_interval(1.0, self._tick)
         if self.start_workers:
@@ -305,8 +323,10 @@ class ConsoleApp(App[int]):
                     pass
 
     def watch_theme(self, theme: str) -> None:
+        """A theme chosen once running (``t``, the palette) is redrawn and remembered."""
         if self.is_mounted and hasattr(self, "bar"):
             self.call_later(self.refresh_panes, {"header", "gpu", "spec", "args", "log"})
+            self._save_ui_state()
 
     # ----------------------------------------------------------------- workers
     def _lost(self, poll: str, exc: BaseException) -> None:
@@ -724,6 +744,19 @@ class ConsoleApp(App[int]):
         self.theme = names[(i + 1) % len(names)]
         self.notify(f"theme {self.theme}", timeout=2, markup=False)
 
+    def _save_ui_state(self) -> None:
+        """Remember the theme and the pane sizes (``session/ui_state.py``); a failed write is
+        said once, the console goes on."""
+        if self.ui_state_path is None:
+            return
+        try:
+            ui_state_mod.save(self.ui_state_path, ui_state_mod.UiState(
+                theme=self.theme, args_cols=self._args_cols, top_rows=self._top_rows))
+        except OSError as exc:
+            if not self._ui_state_error:
+                self._ui_state_error = True
+                self.notify(f"theme and pane sizes not saved: {exc}", severity="warning", timeout=8, markup=False)
+
     @property
     def escape_to_minimize(self) -> bool:
         """Esc in an input box (log search/filter, ServerArgs search) closes the box, never
@@ -762,13 +795,31 @@ class ConsoleApp(App[int]):
         w = self.query_one(target)
         self.screen.set_focus(w if w.can_focus else self.query_one(f"#{which}"))
 
+    def _set_sizes(self, args_cols: int | None, top_rows: int | None) -> None:
+        """Set the pane sizes (``None``: unchanged), each kept within its range."""
+        if args_cols is not None:
+            lo, hi = self.ARGS_COLS_RANGE
+            self._args_cols = max(lo, min(hi, args_cols))
+        if top_rows is not None:
+            lo, hi = self.TOP_ROWS_RANGE
+            self._top_rows = max(lo, min(hi, top_rows))
+
     def action_resize(self, step: int) -> None:
-        self._args_cols = max(2, min(8, self._args_cols + step))
+        self._set_sizes(self._args_cols + step, None)
         self._apply_sizes()
+        self._save_ui_state()
 
     def action_resize_top(self, step: int) -> None:
-        self._top_rows = max(5, min(30, self._top_rows + 2 * step))
+        self._set_sizes(None, self._top_rows + 2 * step)
         self._apply_sizes()
+        self._save_ui_state()
+
+    def action_reset_layout(self) -> None:
+        """``0``: the default pane sizes again (the theme stays)."""
+        self._set_sizes(self.DEFAULT_ARGS_COLS, self.DEFAULT_TOP_ROWS)
+        self._apply_sizes()
+        self._save_ui_state()
+        self.notify("default pane sizes", timeout=2, markup=False)
 
     def action_history(self) -> None:
         from mambaconsole.ui.history import HistoryScreen
@@ -999,5 +1050,5 @@ def run(args) -> int:
     node = node_for(host)  # SSH connects on first use, inside the app's event loop
     feed = Feed(node, s, home=os.environ.get("MAMBACONSOLE_HOME", "") if host == "local" else "")
     app = ConsoleApp(feed, read_only=bool(getattr(args, "read_only", False)), poll_s=s.poll_s, theme=s.theme,
-                     on_quit=feed.close)
+                     on_quit=feed.close, ui_state=ui_state_mod.state_path())
     return int(app.run() or 0)

@@ -182,10 +182,11 @@ def _kill_tmux(folder: Path) -> None:
 
 def run(args) -> int:
     """``mambaconsole --demo [--read-only]``."""
+    from mambaconsole.session.ui_state import state_path
     from mambaconsole.ui.app import ConsoleApp
 
     demo = Demo()
     feed = demo.make_feed()
     app = ConsoleApp(feed, read_only=bool(getattr(args, "read_only", False)), poll_s=1.0, prepare=demo.start,
-                     on_quit=demo.stop, theme=getattr(args, "theme", None))
+                     on_quit=demo.stop, theme=getattr(args, "theme", None), ui_state=state_path())
     return int(app.run() or 0)
