@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import httpx
 import pytest
 from conftest import SHARED
-
 from mambaconsole.sglang.server_info import parse_server_info
 
 REAL = SHARED / "reference" / "cpu-sglang" / "real-0.5.23"
@@ -25,6 +25,13 @@ ARGV = ["--model-path", "Qwen/Qwen3.6-27B", "--host", "127.0.0.1", "--max-total-
         "--context-length", "2048", "--enable-metrics", "--mamba-radix-cache-strategy", "no_buffer",
         "--disable-overlap-schedule", "--max-mamba-cache-size", "32", "--max-running-requests", "8",
         "--log-level", "info"]
+
+
+#: tests/data/loads/ (README there): real /v1/loads answers of a plain Qwen3 CPU server
+LOADS = Path(__file__).parent / "data" / "loads"
+#: recorded file -> the query it answers (status.json holds the same paths)
+LOADS_STATUS = json.loads((LOADS / "status.json").read_text())
+LOADS_QUERIES = {name: rec["path"] for name, rec in LOADS_STATUS.items()}
 
 
 def _names(text: str) -> set[str]:
@@ -62,6 +69,13 @@ def sim_answers(tmp_path_factory):
                          ("/health", "/health_generate", "/server_info", "/get_server_info", "/model_info",
                           "/get_model_info", "/v1/models", "/metrics")},
                "models": httpx.get(base + "/v1/models").json()}
+        # the real answers were read after one request had been served: the same here
+        # (a sim without /v1/loads: its tests fail on the recorded statuses, the others still run)
+        deadline = time.monotonic() + 60
+        while (r := httpx.get(base + "/v1/loads")).status_code == 200 and r.json()["loads"][0]["decode_moments"] is None:
+            assert time.monotonic() < deadline, "the sim served no decode step"
+            time.sleep(0.2)
+        out["loads"] = {name: httpx.get(base + query) for name, query in LOADS_QUERIES.items()}
         time.sleep(0.5)
         out["log"] = (d / "log").read_text()
         return out
@@ -163,3 +177,89 @@ def test_the_sim_reports_its_disaggregation_mode(sim_process, free_port):
     info = httpx.get(f"http://127.0.0.1:{free_port}/server_info", timeout=10).json()
     assert info["disaggregation_mode"] == "prefill"
     assert info["internal_states"][0]["disaggregation_mode"] == "prefill"
+
+
+def _shape(value):
+    """A JSON value's shape: dicts by key (recursively), lists by their items' shapes, numbers as
+    "number" (SGLang prints an int-valued float as 0.0), strings, null and bools by type."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return type(value).__name__
+    return "number"
+
+
+def test_v1_loads_answers_have_the_real_servers_status_and_type(sim_answers):
+    """Every recorded query (JSON, include, dp_rank in and out of range, bad include, bad
+    dp_rank, prometheus) answers with the real server's status and content type (the old sim:
+    404 on all)."""
+    got = {name: (r.status_code, r.headers["content-type"]) for name, r in sim_answers["loads"].items()}
+    assert got == {name: (rec["status"], rec["content_type"]) for name, rec in LOADS_STATUS.items()}
+
+
+def test_v1_loads_json_has_the_real_keys_and_shapes(sim_answers):
+    """Top level and each rank, key sets and value shapes recursively, for every JSON query.
+    The real rank has no speculative or lora section (plain model, no adapters), nor has the
+    sim's without speculative decoding; accelerator is a name on the sim's GPU, null on CPU."""
+    for name, r in sim_answers["loads"].items():
+        if not name.endswith(".json") or LOADS_STATUS[name]["status"] != 200:
+            continue
+        real, sim = json.loads((LOADS / name).read_text()), r.json()
+        assert real["accelerator"] is None and isinstance(sim["accelerator"], str), name
+        real["accelerator"] = sim["accelerator"] = None
+        assert _shape(sim) == _shape(real), name
+        assert [list(x) for x in sim["loads"]] == [list(x) for x in real["loads"]], name  # key order too
+
+
+def test_v1_loads_error_answers_are_the_real_servers(sim_answers):
+    loads = sim_answers["loads"]
+    assert loads["v1_loads_bad_include.txt"].text == (LOADS / "v1_loads_bad_include.txt").read_text()
+    real = json.loads((LOADS / "v1_loads_bad_dp_rank.json").read_text())
+    sim = loads["v1_loads_bad_dp_rank.json"].json()
+    assert sim.keys() == real.keys()
+    assert {k: sim[k] for k in ("object", "type", "param", "code")} == \
+        {k: real[k] for k in ("object", "type", "param", "code")}
+
+    def words(message: str) -> str:  # the message without the site-packages folder it names
+        return re.sub(r'File "[^"]*/sglang/', 'File "/sglang/', message)
+
+    assert words(sim["message"]) == words(real["message"])
+
+
+def test_v1_loads_prometheus_has_the_real_names_and_labels(sim_answers):
+    """The same gauges in the same order, each with one dp_rank-labelled sample per rank; values
+    are the sim's own, read with prometheus_client's parser (it must accept both)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def families(text: str) -> list[tuple[str, str, list[dict]]]:
+        return [(f.name, f.type, [s.labels for s in f.samples]) for f in text_string_to_metric_families(text)]
+
+    for name, r in sim_answers["loads"].items():
+        if not name.endswith(".txt") or LOADS_STATUS[name]["status"] != 200:
+            continue
+        assert families(r.text) == families((LOADS / name).read_text()), name
+
+
+def test_the_consoles_loads_reader_reads_the_sim_as_the_real(sim_answers):
+    """sglang/loads.py on the real answer and on the sim's: the same fields filled (values are
+    each server's own), each compared with the JSON read here independently."""
+    from dataclasses import asdict
+
+    from mambaconsole.sglang.loads import parse_v1_loads
+
+    real_json = json.loads((LOADS / "v1_loads.json").read_text())
+    sim_json = sim_answers["loads"]["v1_loads.json"].json()
+    real, sim = parse_v1_loads(real_json), parse_v1_loads(sim_answers["loads"]["v1_loads.json"].text)
+    for parsed, raw in ((real, real_json), (sim, sim_json)):
+        rank = raw["loads"][0]
+        assert parsed.version == raw["version"] == "0.5.23"
+        assert parsed.dp_ranks == len(raw["loads"]) == 1
+        assert parsed.running == rank["num_running_reqs"] and parsed.waiting == rank["num_waiting_reqs"]
+        assert parsed.token_usage == rank["token_usage"]
+        assert parsed.kv_cache_gib == rank["memory"]["kv_cache_gb"]
+        assert parsed.weight_gib == rank["memory"]["weight_gb"]
+    # the same fields absent: accelerator on CPU aside (the sim's GPU has a name)
+    missing = lambda p: {k for k, v in asdict(p).items() if v is None} - {"accelerator"}
+    assert missing(sim) == missing(real) == {"accept_length"}

@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/
 
-from fixtures.real_sglang import QWEN3_ARGS, real_node  # noqa: E402
+from fixtures.real_sglang import QWEN3_ARGS, real_node
 
 
 def main() -> None:

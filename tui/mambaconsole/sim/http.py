@@ -3,7 +3,8 @@
 Endpoints as SGLang's FastAPI app serves them (``../shared/reference/sglang-observables.md`` §5):
 ``/health`` and ``/health_generate`` (200 empty body once warmed up, 503 before),
 ``/server_info`` and ``/model_info`` (0.5.9+), the deprecated ``/get_server_info`` and
-``/get_model_info`` (each call logs SGLang's deprecation WARNING), and ``/metrics``
+``/get_model_info`` (each call logs SGLang's deprecation WARNING), ``/v1/models``, ``/v1/loads``
+(0.5.23; :mod:`mambaconsole.sim.loads`), and ``/metrics``
 (Prometheus text, only with ``--enable-metrics``; 404 ``{"detail":"Not Found"}`` otherwise, as
 FastAPI answers unknown paths). Each request writes a uvicorn access line to stdout
 (``INFO:     127.0.0.1:PORT - "GET /health HTTP/1.1" 200 OK``).
@@ -70,6 +71,10 @@ def make_handler(app) -> type[BaseHTTPRequestHandler]:
                 "/get_model_info": self._get_model_info,
                 "/v1/models": lambda: self._json(200, app.models_list()),
             }
+            # 0.5.11 serves another shape (io_struct.GetLoadsReqOutput, "dp_rank_count", "aggregate"):
+            # not simulated, so 404 there
+            if app.version != "0.5.11":
+                routes["/v1/loads"] = lambda: self._send(*app.loads(self.path.partition("?")[2]))
             if app.metrics_enabled:
                 routes["/metrics"] = lambda: self._send(200, app.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
             handler = routes.get(path)

@@ -112,7 +112,11 @@ class SimServer:
         self.truth: dict[str, Any] = {"version": self.version, "outcome": None, "exit_code": None, "accept_lens": [], "decode_lines": 0}
         self.stats = {"running": 0, "queue": 0, "gen_throughput": 0.0, "accept_len": 0.0, "accept_rate": 0.0,
                       "full_tokens": 0, "mamba_num": 0, "prompt_tokens": 0, "generation_tokens": 0, "requests": 0,
-                      "accept_tokens": 0.0, "forward_ct": 0, "cache_hit_rate": 0.0}
+                      "accept_tokens": 0.0, "forward_ct": 0, "cache_hit_rate": 0.0, "queue_tokens": 0,
+                      "prefill_uncached_tokens": 0, "prefill_busy_us": 0}
+        #: SGLang 0.5.23's decode step moments (scheduler.py _accumulate_decode_moment): steps, sum of
+        #: batch sizes, of step times (us), of batch sizes squared, of size x time, of generated tokens
+        self.decode_moments = [0.0] * 6
         self.startup = {"start": time.time()}
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -433,6 +437,7 @@ class SimServer:
                 running.append(admitted[-1])
             s = self.stats
             s["running"], s["queue"] = len(running), len(queue)
+            s["queue_tokens"] = sum(q[0] for q in queue)
             s["full_tokens"] = sum(q[0] for q in running)
             s["mamba_num"] = min(len(running) * slots_per_req, plan.max_mamba_cache_size)
             if admitted:
@@ -441,6 +446,8 @@ class SimServer:
                 s["prompt_tokens"] += new_tokens
                 s["requests"] += len(admitted)
                 s["cache_hit_rate"] = cached / (new_tokens + cached)
+                s["prefill_uncached_tokens"] += new_tokens
+                s["prefill_busy_us"] += int(new_tokens / PREFILL_TOKENS_PER_S * 1e6)
                 self._prefill(len(admitted), new_tokens, cached)
                 for q in admitted:  # first token: the wait in the queue, then this prefill
                     self._observe("ttft", (tick - q[2]) * DECODE_INTERVAL + new_tokens / PREFILL_TOKENS_PER_S)
@@ -464,6 +471,11 @@ class SimServer:
                 q[1] -= n
                 generated += n
             s["generation_tokens"] += generated
+            b, step_us = float(len(running)), DECODE_INTERVAL / steps * 1e6
+            with self._lock:
+                for i, add in enumerate((steps, b * steps, step_us * steps, b * b * steps, b * step_us * steps,
+                                         generated)):
+                    self.decode_moments[i] += add
             s["gen_throughput"] = generated / DECODE_INTERVAL
             for _ in running:  # one forward step (DECODE_INTERVAL / steps) yields per_step tokens
                 self._observe("itl", DECODE_INTERVAL / steps / per_step)
@@ -530,6 +542,55 @@ class SimServer:
         return {"object": "list", "data": [{"id": name, "object": "model", "created": int(self.startup["start"]),
                                             "owned_by": "sglang", "root": name, "parent": None,
                                             "max_model_len": f.get("context_length") or self.model.context_len}]}
+
+    def load_snapshots(self) -> list[dict]:
+        """This server's ``LoadSnapshot`` per DP rank, as SGLang 0.5.23's scheduler fills it
+        (srt/managers/scheduler_components/load_inquirer.py:109 ``get_loads``; fields in
+        srt/managers/load_snapshot.py:196): one rank, the sim runs one scheduler. Every value
+        is the sim's own state: requests running and queued, KV tokens held (``token_usage``
+        is the full-attention pool's, Mamba slots are not in SGLang's either), the memory
+        plan (GiB, SGLang's "GB"), acceptance once a step was verified, the disaggregation
+        mode; no ``lora`` section (the sim serves no adapters)."""
+        plan, s, r = self.plan, self.stats, self.resolved
+        queued = s["queue_tokens"]
+        with self._lock:
+            moments = list(self.decode_moments)
+        snap: dict[str, Any] = {
+            "timestamp": time.time(), "dp_rank": 0,
+            "num_running_reqs": s["running"], "num_waiting_reqs": s["queue"],
+            "num_waiting_uncached_tokens": queued, "num_used_tokens": s["full_tokens"],
+            "num_total_tokens": s["full_tokens"] + queued, "num_active_tokens": s["full_tokens"] + queued,
+            "num_prealloc_ready_tokens": 0, "max_total_num_tokens": plan.kv_tokens,
+            "max_running_requests": plan.max_running_requests,
+            "token_usage": round(s["full_tokens"] / max(plan.kv_tokens, 1), 4),
+            "gen_throughput": round(s["gen_throughput"], 2), "cache_hit_rate": round(s["cache_hit_rate"], 4),
+            "utilization": round(self.utilization / 100, 4),
+            "total_prefill_uncached_tokens": s["prefill_uncached_tokens"],
+            "total_prefill_busy_us": s["prefill_busy_us"],
+            "decode_moments": moments if moments[0] > 0 else None,
+            "memory": {"weight_gb": round(self.model.weight_bytes / GiB, 3),
+                       "kv_cache_gb": round((plan.k_bytes + plan.v_bytes) / GiB, 3),
+                       "graph_gb": round(plan.graph_bytes / GiB, 3), "token_capacity": plan.kv_tokens},
+            "disaggregation": {"mode": r.fields.get("disaggregation_mode") or "null",
+                               "prefill_bootstrap_queue_reqs": 0, "prefill_inflight_queue_reqs": 0,
+                               "decode_prealloc_queue_reqs": 0, "decode_transfer_queue_reqs": 0,
+                               "decode_retracted_queue_reqs": 0, "kv_transfer_speed_gb_s": 0.0,
+                               "kv_transfer_latency_ms": 0.0},
+            "queues": {"waiting": s["queue"], "grammar": 0, "paused": 0, "retracted": 0, "prealloc_ready": 0},
+        }
+        if plan.draft_tokens and s["forward_ct"]:
+            snap["speculative"] = {"accept_length": s["accept_tokens"] / s["forward_ct"],
+                                   "accept_rate": s["accept_rate"]}
+        return [snap]
+
+    def loads(self, query: str) -> tuple[int, bytes, str]:
+        """``GET /v1/loads?QUERY`` (0.5.23 and later; older versions answer 404): status, body,
+        content type (:func:`mambaconsole.sim.loads.loads_answer`)."""
+        from mambaconsole.sim.loads import loads_answer
+
+        f = self.resolved.fields
+        return loads_answer(self.load_snapshots(), query, version=self.version, accelerator=f"NVIDIA {self.gpu.name}",
+                            num_accelerators=int(f.get("tp_size") or 1) * int(f.get("pp_size") or 1), site=self.site)
 
     def model_info(self) -> dict:
         f = self.resolved.fields
