@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -263,3 +264,43 @@ def test_the_consoles_loads_reader_reads_the_sim_as_the_real(sim_answers):
     # the same fields absent: accelerator on CPU aside (the sim's GPU has a name)
     missing = lambda p: {k for k, v in asdict(p).items() if v is None} - {"accelerator"}
     assert missing(sim) == missing(real) == {"accept_length"}
+
+
+def _struct_fields(source: str) -> dict[str, list[str]]:
+    """Each class of a Python file -> its annotated fields, in order (a msgspec Struct's)."""
+    import ast
+
+    return {node.name: [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+            for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
+
+
+def test_v1_loads_with_speculative_decoding_has_sglangs_fields(sim_process, free_port):
+    """With speculative decoding (which the recorded CPU server could not run) the sim's rank
+    has the speculative section too: every section's keys, and the rank's, are the fields of
+    0.5.23's structs (srt/managers/load_snapshot.py, read from the installed SGLang, not the
+    sim); lora stays out (the sim serves no adapters)."""
+    from fixtures.sglang_venvs import sglang_python
+    from mambaconsole.sim.demo import working_argv
+
+    site = sglang_python("0.5.23").parent.parent / "lib"
+    source = next(site.glob("python*/site-packages/sglang/srt/managers/load_snapshot.py")).read_text()
+    structs = _struct_fields(source)
+    sections = {"memory": "MemoryMetrics", "speculative": "SpeculativeMetrics", "lora": "LoRAMetrics",
+                "disaggregation": "DisaggregationMetrics", "queues": "QueueMetrics"}
+
+    run = sim_process("0.5.23", working_argv("0.5.23", port=free_port), speed=50)
+    run.wait_for("The server is fired up and ready to roll!", timeout=120)
+    url = f"http://127.0.0.1:{free_port}/v1/loads"
+    deadline = time.monotonic() + 60
+    while "speculative" not in (rank := httpx.get(url, timeout=10).json()["loads"][0]):
+        assert time.monotonic() < deadline, sorted(rank)
+        time.sleep(0.2)
+    assert list(rank) == [f for f in structs["LoadSnapshot"] if f != "lora"]
+    for field, struct in sections.items():
+        if field != "lora":
+            assert list(rank[field]) == structs[struct], field
+    assert 1.0 <= rank["speculative"]["accept_length"] <= 4  # --speculative-num-draft-tokens 4
+    assert 0.0 <= rank["speculative"]["accept_rate"] <= 1.0
+    only_spec = httpx.get(url + "?include=spec", timeout=10).json()["loads"][0]
+    assert set(only_spec) - set(structs["LoadSnapshot"]) == set() and "speculative" in only_spec
+    assert not {"memory", "queues", "disaggregation"} & set(only_spec)

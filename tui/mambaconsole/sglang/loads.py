@@ -1,7 +1,10 @@
 """An engine's own ``GET /v1/loads`` (JSON form) → :class:`EngineLoads`. Pure: no I/O.
 
-Served from SGLang 0.5.23 (``srt/entrypoints/v1_loads.py``, snapshot fields in
-``srt/managers/load_snapshot.py`` ``LoadSnapshot``); older servers answer 404. Shape::
+As SGLang 0.5.23 serves it (``srt/entrypoints/v1_loads.py:97`` ``get_loads``; each rank is
+``LoadSnapshot.to_dict``, ``srt/managers/load_snapshot.py:196``). 0.5.11 serves an earlier
+shape (``srt/managers/io_struct.py:2010`` ``GetLoadsReqOutput``: ``dp_rank_count`` and
+``aggregate`` at the top, no ``accelerator``); the keys read here are in both. A recorded real
+0.5.23 answer: ``tests/data/loads/``. Shape (0.5.23)::
 
     {"timestamp": ISO-8601, "version": "0.5.23", "accelerator": "NVIDIA H100" | null,
      "num_accelerators": int,
