@@ -584,7 +584,7 @@ class SimServer:
         return [snap]
 
     def loads(self, query: str) -> tuple[int, bytes, str]:
-        """``GET /v1/loads?QUERY`` (0.5.23 and later; older versions answer 404): status, body,
+        """``GET /v1/loads?QUERY`` (served for 0.5.23; 0.5.11 gets 404, its earlier shape is not simulated): status, body,
         content type (:func:`mambaconsole.sim.loads.loads_answer`)."""
         from mambaconsole.sim.loads import loads_answer
 
