@@ -1,20 +1,18 @@
 """Line wrapping in the log pane (``w``; on by default): row counts, what the wrapped rows show,
-following, pausing, search, ``E``, resize and eviction from the bounded buffer. Expected row
-counts are computed here from the test's own lines (``rich.cells.cell_len`` and ``math.ceil``:
-the first row holds the view's width, each continuation row two cells less, for the dim ``↳ ``
-mark); the view's width is read off the laid-out widget. What a row shows is read from the
-rendered strips (``render_line``)."""
+following, pausing, search, ``E``, resize and eviction from the bounded buffer. Expected rows
+are computed here from the test's own lines (:func:`rows_of`, character by character: the first
+row holds the view's width, each continuation row two cells less, for the dim ``↳ `` mark; a row
+ends after the last space that fits, else at the edge); the view's width is read off the
+laid-out widget. What a row shows is read from the rendered strips (``render_line``)."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 from hypothesis import given, settings, strategies as st
 from rich.cells import cell_len
 
 from mambaconsole.ui.app import PALETTE
-from mambaconsole.ui.log_view import LogView
+from mambaconsole.ui.log_view import LogView, row_starts
 from test_log_view import bare_app, started
 
 pytestmark = pytest.mark.timeout(120)
@@ -22,10 +20,29 @@ pytestmark = pytest.mark.timeout(120)
 MARK = "↳ "
 
 
+def rows_of(text: str, width: int) -> list[str]:
+    """The rows one line (single-width text) is cut into: each takes the rest when it fits,
+    else ends just after the last space at or before its edge (a space just past the edge
+    counts: it ends the row unseen), else is cut at the edge."""
+    rows, s, room = [], 0, width
+    while len(text) - s > room:
+        spaces = [p for p in range(s + 1, s + room + 1) if text[p] == " "]
+        cut = spaces[-1] + 1 if spaces else s + room
+        if cut >= len(text):
+            break
+        rows.append(text[s:cut])
+        s, room = cut, width - len(MARK)
+    return rows + [text[s:]]
+
+
 def rows_for(text: str, width: int) -> int:
-    """Rows one line takes, computed from its cells (single-width text)."""
-    n = cell_len(text)
-    return 1 if n <= width else 1 + math.ceil((n - width) / (width - len(MARK)))
+    """How many rows one line takes (single-width text)."""
+    return len(rows_of(text, width))
+
+
+def drawn(text: str, width: int) -> list[str]:
+    """The rows of one line as the view draws them, each padded / cut to ``width``."""
+    return [(r if k == 0 else MARK + r).ljust(width)[:width] for k, r in enumerate(rows_of(text, width))]
 
 
 def decode(i: int) -> str:
@@ -57,12 +74,6 @@ def visible(view: LogView) -> list[str]:
     return [row_text(view, y)[:width] for y in range(height_of(view))]
 
 
-def unwrap(rows: list[str]) -> str:
-    """Rows of one line put back together (continuation marks removed; the test's lines end
-    in no space, the last row's padding is dropped)."""
-    return (rows[0] + "".join(r[len(MARK):] for r in rows[1:])).rstrip()
-
-
 async def test_rows_counts_and_a_long_line_shown_whole_across_its_rows():
     app = bare_app()
     async with app.run_test(size=(120, 70)) as pilot:  # tall: every row of these lines in view
@@ -87,7 +98,7 @@ async def test_rows_counts_and_a_long_line_shown_whole_across_its_rows():
             mine = rows[at:at + n]
             at += n
             assert not mine[0].startswith(MARK) and all(r.startswith(MARK) for r in mine[1:])
-            assert unwrap(mine) == t
+            assert mine == drawn(t, width)  # single-width text: drawn() computes it
         assert all(not row_text(view, y)[width:].strip() for y in range(sum(counts)))  # nothing cut off
 
 
@@ -116,13 +127,13 @@ async def test_w_toggles_wrapping_the_height_and_the_status_line():
         # paused: the line at the top stays at the top, either way
         view.scroll_to(y=sum(rows_for(t, width) for t in texts[:10]), animate=False, immediate=True)
         await pilot.pause(0.05)
-        assert not pane.following and visible(view)[0] == texts[10][:width]
+        assert not pane.following and visible(view)[0] == drawn(texts[10], width)[0]
         await pilot.press("w")
         await pilot.pause(0.05)
         assert not view.wrap and int(view.scroll_y) == 10 and row_text(view, 0).startswith(texts[10][:width])
         await pilot.press("w")
         await pilot.pause(0.05)
-        assert view.wrap and visible(view)[0] == texts[10][:width]
+        assert view.wrap and visible(view)[0] == drawn(texts[10], width)[0]
 
 
 async def test_following_keeps_the_last_rows_of_the_last_line_in_sight():
@@ -142,7 +153,7 @@ async def test_following_keeps_the_last_rows_of_the_last_line_in_sight():
             shown = visible(view)
             while not shown[-1].strip():  # fewer rows than the view: blank rows below
                 shown.pop()
-            assert unwrap(shown[-n:]) == texts[-1]  # the last line's rows are the last rows on screen
+            assert shown[-n:] == drawn(texts[-1], width)  # the last line's rows are the last rows on screen
 
 
 async def test_paused_keeps_the_same_row_in_sight_while_lines_fall_off_the_front():
@@ -160,14 +171,14 @@ async def test_paused_keeps_the_same_row_in_sight_while_lines_fall_off_the_front
         await pilot.pause(0.05)
         assert not pane.following
         top = visible(view)[0]
-        assert top.startswith(MARK) and top[len(MARK):] in decode(2000)
+        assert top.startswith(MARK) and top[len(MARK):].rstrip() in decode(2000)
         w.write(37, [decode(keep + i) for i in range(37)])  # 37 lines fall off the front
         await pilot.pause(0.05)
         assert visible(view)[0] == top
         assert "37 new lines" in status(app)
         await pilot.press("G")
         await pilot.pause(0.05)
-        assert pane.following and unwrap(visible(view)[-rows_for(decode(keep + 36), width):]) == decode(keep + 36)
+        assert pane.following and visible(view)[-rows_for(decode(keep + 36), width):] == drawn(decode(keep + 36), width)
 
 
 async def test_search_scrolls_a_match_deep_in_a_wrapped_line_into_view_and_highlights_across_the_wrap():
@@ -228,16 +239,16 @@ async def test_resize_rewraps_keeps_the_top_line_when_paused_and_the_end_when_fo
         await pilot.pause(0.1)
         width = width_of(view)
         assert view.virtual_size.height == sum(rows_for(t, width) for t in texts)
-        assert pane.following and unwrap(visible(view)[-rows_for(texts[-1], width):]) == texts[-1]
+        assert pane.following and visible(view)[-rows_for(texts[-1], width):] == drawn(texts[-1], width)
         # paused at line 120: still its first row at the top after narrowing
         view.scroll_to(y=sum(rows_for(t, width) for t in texts[:120]), animate=False, immediate=True)
         await pilot.pause(0.05)
-        assert visible(view)[0] == texts[120][:width]
+        assert visible(view)[0] == drawn(texts[120], width)[0]
         await pilot.resize_terminal(100, 40)
         await pilot.pause(0.1)
         width = width_of(view)
         assert view.virtual_size.height == sum(rows_for(t, width) for t in texts)
-        assert not pane.following and visible(view)[0] == texts[120][:width]
+        assert not pane.following and visible(view)[0] == drawn(texts[120], width)[0]
 
 
 async def test_rows_carry_the_line_offsets_for_selection():
@@ -286,3 +297,40 @@ def test_row_mapping_stays_right_as_lines_fall_off_the_front(width, keep, batche
     # another width: every count again
     view.wrap_at(width + 7)
     assert view.row_count == sum(rows_for(t, width + 7) for t in written[-keep:])
+
+
+@pytest.mark.parametrize("text, width, rows", [
+    # between words: the row ends after the last space that fits
+    ("alpha beta gamma", 12, ["alpha beta ", "gamma"]),
+    # a space just past the edge ends the row (unseen); the next row starts at the word
+    ("abcdefghij klm", 10, ["abcdefghij ", "klm"]),
+    # no space after the row's first character: cut at the edge (continuation rows: 8 cells)
+    ("x" * 30, 10, ["x" * 10, "x" * 8, "x" * 8, "x" * 4]),
+    ("word " + "y" * 20, 10, ["word ", "y" * 8, "y" * 8, "y" * 4]),
+    # double-width characters (2 cells each) break between words too
+    ("日本語 テキスト", 8, ["日本語 ", "テキス", "ト"]),
+    ("fits exactly", 12, ["fits exactly"]),
+])
+def test_rows_break_between_words_where_they_can(text, width, rows):
+    starts = row_starts(text, width)
+    assert [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])] == rows
+
+
+async def test_a_wrapped_sglang_line_breaks_between_its_words_on_screen():
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        text = decode(7)
+        w.write(1, [text])
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+        width = width_of(view)
+        shown = [r for r in visible(view) if r.strip()]
+        assert len(shown) == view.row_count >= 3
+        words = text.split(" ")
+        for row in shown:
+            body = row[len(MARK):] if row.startswith(MARK) else row
+            # each row holds whole words (every word of the line is whole on one row)
+            assert all(wd in words for wd in body.split()), row
+        assert " ".join(r[len(MARK):] if r.startswith(MARK) else r for r in (x.rstrip() for x in shown)) == text
+        assert all(len(r) <= width for r in shown)

@@ -12,9 +12,11 @@ severity colour, the search text reversed, and uvicorn access lines of the conso
 the console's own polls in its default mode)
 (:attr:`LogView.access`).
 
-Wrapping (:attr:`LogView.wrap`, on by default; ``w`` in the log pane): a line takes
-:func:`wrap_rows` rows, the first ``width`` cells wide, each continuation row starting with a dim
-:data:`WRAP_MARK` (``↳`` and a space: :data:`WRAP_INDENT` cells) and holding ``width - 2`` cells.
+Wrapping (:attr:`LogView.wrap`, on by default; ``w`` in the log pane): a line is cut into the
+rows :func:`row_starts` gives, the first at most ``width`` cells wide, each continuation row
+starting with a dim :data:`WRAP_MARK` (``↳`` and a space: :data:`WRAP_INDENT` cells) and holding
+at most ``width - 2`` cells; a row ends after the last space that fits (between words), or is
+cut at the edge when it has none (one long token: a path, a hex dump).
 The row counts are kept incrementally, as cumulative row ends per kept line (appending a batch
 adds its lines' counts, lines falling off the bounded buffer's front are dropped from the front);
 a view row maps to ``(line, row within the line)`` by bisecting them; every count is computed
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable
+from itertools import accumulate
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
@@ -57,32 +60,40 @@ WRAP_INDENT = 2
 _COMPACT = 4096
 
 
-def wrap_rows(cells: int, width: int, indent: int = WRAP_INDENT) -> int:
-    """Rows (at least 1) a line of ``cells`` single-width cells takes in a view ``width`` cells
-    wide: the first row holds ``width`` cells, each continuation row ``width - indent`` (at
-    least 1). ``width`` 0 or less (not laid out yet): 1."""
-    if width <= 0 or cells <= width:
-        return 1
-    cont = max(1, width - indent)
-    return 1 + -(-(cells - width) // cont)
-
-
 def row_starts(text: str, width: int, indent: int = WRAP_INDENT) -> list[int]:
     """The character offsets in ``text`` (as :func:`_clean` leaves it) where each of its wrapped
-    rows begins (see :func:`wrap_rows`); a double-width character that does not fit at the end
-    of a row starts the next one."""
+    rows begins, in a view ``width`` cells wide: the first row holds up to ``width`` cells, each
+    continuation row up to ``width - indent`` (at least 1). A row that does not hold the rest of
+    the line ends after its last space (the next row starts at a word; a space just past the
+    edge ends the row too, drawn nowhere) or, with no space after its first character, is cut at
+    the edge; a double-width character that does not fit starts the next row. ``width`` 0 or
+    less (not laid out yet): one row."""
     if width <= 0:
         return [0]
     cont = max(1, width - indent)
-    if text.isascii():  # one cell per character
-        return [0, *range(width, len(text), cont)] if len(text) > width else [0]
-    starts, room, used = [0], width, 0
-    for i, ch in enumerate(text):
-        c = get_character_cell_size(ch)
-        if used + c > room and used:
-            starts.append(i)
-            room, used = cont, 0
-        used += c
+    n = len(text)
+    if text.isascii():  # one cell per character: str.rfind per row
+        starts, s, room = [0], 0, width
+        while n - s > room:
+            edge = s + room
+            k = text.rfind(" ", s + 1, edge + 1)
+            s = k + 1 if k != -1 else edge
+            if s >= n:  # only a trailing space past the edge
+                break
+            starts.append(s)
+            room = cont
+        return starts
+    # the same rule on cell positions: cells[i] = cells of text[:i]
+    cells = [0, *accumulate(map(get_character_cell_size, text))]
+    starts, s, room = [0], 0, width
+    while cells[n] - cells[s] > room:
+        edge = max(s + 1, bisect_right(cells, cells[s] + room) - 1)
+        k = text.rfind(" ", s + 1, edge + 1)
+        s = k + 1 if k != -1 else edge
+        if s >= n:
+            break
+        starts.append(s)
+        room = cont
     return starts
 
 
@@ -163,7 +174,7 @@ class LogView(ScrollView, can_focus=True):
     def _line_rows(self, text: str) -> int:
         """Rows of one line (raw text) at the current wrap width."""
         if text.isascii() and "\t" not in text:
-            return wrap_rows(len(text), self._wrap_w)
+            return 1 if len(text) <= self._wrap_w else len(row_starts(text, self._wrap_w))
         return len(row_starts(_clean(text), self._wrap_w))
 
     def _recount(self) -> None:
@@ -310,14 +321,13 @@ class LogView(ScrollView, can_focus=True):
         w = self._width
         if self.wrap:
             ww = self._wrap_w
-            cont = max(1, ww - WRAP_INDENT)
             ends = self._ends
             end = ends[-1] if len(ends) > self._head else self._row0
             for ln in lines:
                 t = ln[1]  # text
                 if t.isascii() and "\t" not in t:
                     n = len(t)
-                    end += 1 if n <= ww or ww <= 0 else 1 + -(-(n - ww) // cont)
+                    end += 1 if n <= ww or ww <= 0 else len(row_starts(t, ww))
                 else:
                     c = _clean(t)
                     n = cell_len(c)
