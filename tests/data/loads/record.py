@@ -3,7 +3,7 @@
 Run from the repository root with the test venv: ``.venv/bin/python tests/data/loads/record.py``.
 It starts the plain ``qwen3-tiny`` through ``tests/fixtures/real_sglang.py`` (``mambaconsole
 launch`` over the loopback sshd, bounded pools), sends one request, saves the answers next to
-this file and stops the server.
+this file (and ``/metrics`` after them) and stops the server.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def main() -> None:
                 text = json.dumps(r.json(), indent=1) + "\n" if kind == "json" else r.text
                 (HERE / name).write_text(text)
             (HERE / "status.json").write_text(json.dumps(status, indent=1) + "\n")
+            # /metrics after the /v1/loads calls above: the endpoint's own duration histogram
+            (HERE / "metrics_after_loads.txt").write_text(run.get("/metrics").text)
             (HERE / "argv.json").write_text(json.dumps(run.argv, indent=1) + "\n")
         finally:
             node.stop(run)
