@@ -76,7 +76,9 @@ def sim_answers(tmp_path_factory):
         while (r := httpx.get(base + "/v1/loads")).status_code == 200 and r.json()["loads"][0]["decode_moments"] is None:
             assert time.monotonic() < deadline, "the sim served no decode step"
             time.sleep(0.2)
+        out["metrics_before_loads"] = httpx.get(base + "/metrics").text
         out["loads"] = {name: httpx.get(base + query) for name, query in LOADS_QUERIES.items()}
+        out["metrics_after_loads"] = httpx.get(base + "/metrics").text
         time.sleep(0.5)
         out["log"] = (d / "log").read_text()
         return out
@@ -304,3 +306,24 @@ def test_v1_loads_with_speculative_decoding_has_sglangs_fields(sim_process, free
     only_spec = httpx.get(url + "?include=spec", timeout=10).json()["loads"][0]
     assert set(only_spec) - set(structs["LoadSnapshot"]) == set() and "speculative" in only_spec
     assert not {"memory", "queues", "disaggregation"} & set(only_spec)
+
+
+def test_v1_loads_calls_are_timed_in_metrics_as_the_real_server_times_them(sim_answers):
+    """After the recorded queries /metrics has 0.5.23's /v1/loads duration histogram, with the
+    real one's labels and buckets and one observation per query the handler ran (all but the
+    dp_rank FastAPI refused: the real count is read off its recorded /metrics)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def histogram(text: str) -> tuple[set, list, float]:
+        fam = next(f for f in text_string_to_metric_families(text) if f.name == "sglang:get_loads_duration_seconds")
+        labels = {k for s in fam.samples for k in s.labels}
+        buckets = [s.labels["le"] for s in fam.samples if s.name.endswith("_bucket")]
+        count = next(s.value for s in fam.samples if s.name.endswith("_count"))
+        return labels, buckets, count
+
+    real = histogram((LOADS / "metrics_after_loads.txt").read_text())
+    assert real[2] == sum(1 for rec in LOADS_STATUS.values() if rec["status"] != 400)
+    sim, before = histogram(sim_answers["metrics_after_loads"]), histogram(sim_answers["metrics_before_loads"])
+    assert sim[:2] == real[:2]
+    assert sim[2] - before[2] == real[2]  # the fixture's own /v1/loads calls before the recorded ones aside
+    assert "get_loads_duration" not in sim_answers["metrics"]  # before any /v1/loads call: none, as the real

@@ -121,6 +121,7 @@ class SimServer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._latency_reg = None  # TTFT/ITL histograms, made with the first request (metrics_text)
+        self._loads_reg = None  # /v1/loads duration histogram, made with the first /v1/loads call
 
     # ---------------------------------------------------------------- helpers
     def sleep(self, seconds: float) -> None:
@@ -589,8 +590,28 @@ class SimServer:
         from mambaconsole.sim.loads import loads_answer
 
         f = self.resolved.fields
-        return loads_answer(self.load_snapshots(), query, version=self.version, accelerator=f"NVIDIA {self.gpu.name}",
-                            num_accelerators=int(f.get("tp_size") or 1) * int(f.get("pp_size") or 1), site=self.site)
+        start = time.perf_counter()
+        answer = loads_answer(self.load_snapshots(), query, version=self.version, accelerator=f"NVIDIA {self.gpu.name}",
+                              num_accelerators=int(f.get("tp_size") or 1) * int(f.get("pp_size") or 1), site=self.site)
+        if answer[0] != 400:  # a query FastAPI refuses never reaches the handler's timer
+            self._observe_loads(time.perf_counter() - start)
+        return answer
+
+    def _observe_loads(self, seconds: float) -> None:
+        """``sglang:get_loads_duration_seconds`` as 0.5.23 observes it around each /v1/loads
+        (srt/entrypoints/v1_loads.py ``get_loads``; the histogram, its labels and buckets:
+        srt/observability/metrics_collector.py:1946); absent from /metrics until the first call."""
+        from prometheus_client import CollectorRegistry, Histogram
+
+        with self._lock:
+            if self._loads_reg is None:
+                reg = CollectorRegistry()
+                labels = {"model_name": self.resolved["served_model_name"], "engine_type": "unified"}
+                h = Histogram("sglang:get_loads_duration_seconds", "Time spent serving /v1/loads requests (seconds).",
+                              list(labels), registry=reg,
+                              buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0))
+                self._loads_reg = (reg, h.labels(**labels))
+            self._loads_reg[1].observe(seconds)
 
     def model_info(self) -> dict:
         f = self.resolved.fields
@@ -725,6 +746,7 @@ class SimServer:
             c.labels(**tok_labels).inc(value)
         with self._lock:
             latency = generate_latest(self._latency_reg[0]) if self._latency_reg else b""
+            latency += generate_latest(self._loads_reg[0]) if self._loads_reg else b""
         return generate_latest(reg) + latency
 
     # ---------------------------------------------------------------- signals
