@@ -120,3 +120,22 @@ def test_not_enough_memory_run(sim_process, free_port, version):
         "0.5.11": "Not enough memory. Please try to increase --mem-fraction-static.",
         "0.5.23": "Loaded weights leave no GPU memory for the KV cache",
     }[version])
+
+
+@pytest.mark.parametrize("version", ["0.5.11"])
+def test_graph_capture_oom_run(sim_process, free_port, version):
+    """A cap that fits the pools but leaves the graphs less than they take: the sim fails in
+    decode graph capture as SGLang does, with the wrapping ``Exception: Capture cuda graph
+    failed: ...`` (0.5.11 model_executor/cuda_graph_runner.py:716), not a KeyError of its own."""
+    run = sim_process(version, demo.first_failing_argv(version, port=free_port) + ["--max-mamba-cache-size", "44"])
+    run.wait()
+    truth = run.truth()
+    assert truth["outcome"] == "oom" and truth["memory"]["failed"]["phase"] == "graph"
+    events = parse(run)
+    assert of(events, ev.MambaCacheAllocated) and of(events, ev.KVCacheAllocated)
+    (tb,) = of(events, ev.Traceback)
+    assert tb.origin == "Scheduler" and tb.complete
+    assert tb.exc_type == "Exception" and tb.exc_message.startswith("Capture cuda graph failed: CUDA out of memory.")
+    assert "Possible solutions:" not in tb.exc_message.splitlines()[0]
+    assert tb.frames[-1].file.endswith("sglang/srt/model_executor/cuda_graph_runner.py")
+    assert "KeyError" not in run.text()

@@ -630,16 +630,19 @@ class Advice:
     max_mamba_cache_size: int | None
     slots_per_request: int | None
     kv_tokens: int
+    #: set when the change fits only by leaving the graphs less than SGLang's default reserve
+    risk: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"flags": self.flags, "max_running_requests": self.max_running_requests,
                 "max_mamba_cache_size": self.max_mamba_cache_size,
-                "slots_per_request": self.slots_per_request, "kv_tokens": self.kv_tokens}
+                "slots_per_request": self.slots_per_request, "kv_tokens": self.kv_tokens, "risk": self.risk}
 
     def line(self) -> str:
         flags = " ".join(f"{k} {v}" for k, v in self.flags.items())
         per = f" ({self.slots_per_request} slots each)" if self.slots_per_request else ""
-        return f"{flags} fits, {self.max_running_requests} requests{per}"
+        fits = "fits only if graph capture takes little" if self.risk else "fits"
+        return f"{flags} {fits}, {self.max_running_requests} requests{per}"
 
 
 def _fits_clean(b: Budget) -> bool:
@@ -650,36 +653,38 @@ def advise(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rules
            accepted: set[str] | None = None) -> list[Advice]:
     """The largest ``--max-mamba-cache-size`` that fits (hybrid models), the largest
     ``--mamba-full-memory-ratio`` (steps of 0.05) with the size left to SGLang, and the largest
-    ``--mem-fraction-static`` (steps of 0.01), each alone on top of ``fields``; when ``fields``
-    already fit but leave the graphs less than SGLang's default reserve (:attr:`Budget.risk`),
-    only changes without that risk are advice. Flags outside
-    ``accepted`` (the node's parser's options, when known) are not offered."""
+    ``--mem-fraction-static`` (steps of 0.01), each alone on top of ``fields``. Advice leaves
+    the graphs SGLang's default reserve (no :attr:`Budget.risk`): a change that only fits the
+    least graph capture seen can fail at capture. Where no Mamba cap leaves that reserve, the
+    largest that fits the least capture is offered with its risk said (:attr:`Advice.risk`).
+    Flags outside ``accepted`` (the node's parser's options, when known) are not offered."""
     out: list[Advice] = []
-    # a budget that fits with a graph risk: only a change that removes the risk is advice
-    no_risk = predict(fields, model, facts, rules).fits
 
     def fits(b: Budget) -> bool:
-        return _fits_clean(b) and (b.risk is None or not no_risk)
+        return _fits_clean(b) and b.risk is None
 
     def ok(flag: str) -> bool:
         return accepted is None or flag in accepted
 
     def adv(flags: dict[str, str], b: Budget) -> Advice:
-        return Advice(flags, b.max_running_requests, b.max_mamba_cache_size, b.slots_per_request, b.kv_tokens)
+        return Advice(flags, b.max_running_requests, b.max_mamba_cache_size, b.slots_per_request, b.kv_tokens,
+                      b.risk)
 
     if model.hybrid and ok("--max-mamba-cache-size"):
-        lo, hi = 0, 1 << 20
         slot = model.mamba_slot_bytes(int(_field(fields, "tp_size", 1))) or 1
-        hi = min(hi, facts.gpu_total_bytes // slot + 1)
-        while lo < hi:  # largest size that fits
-            mid = (lo + hi + 1) // 2
-            if fits(predict({**fields, "max_mamba_cache_size": mid}, model, facts, rules)):
-                lo = mid
-            else:
-                hi = mid - 1
-        if lo > 0:
-            b = predict({**fields, "max_mamba_cache_size": lo}, model, facts, rules)
-            out.append(adv({"--max-mamba-cache-size": str(lo)}, b))
+        top = min(1 << 20, facts.gpu_total_bytes // slot + 1)
+        for ok_size in (fits, _fits_clean):  # without a graph risk first
+            lo, hi = 0, top
+            while lo < hi:  # largest size that fits
+                mid = (lo + hi + 1) // 2
+                if ok_size(predict({**fields, "max_mamba_cache_size": mid}, model, facts, rules)):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo > 0:
+                b = predict({**fields, "max_mamba_cache_size": lo}, model, facts, rules)
+                out.append(adv({"--max-mamba-cache-size": str(lo)}, b))
+                break
     if model.hybrid and ok("--mamba-full-memory-ratio") and fields.get("max_mamba_cache_size") is None:
         for r in [round(0.95 - 0.05 * i, 2) for i in range(19)]:
             b = predict({**fields, "mamba_full_memory_ratio": r}, model, facts, rules)

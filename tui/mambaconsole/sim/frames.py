@@ -76,8 +76,55 @@ _LEAF = {
 }
 
 
+#: Decode CUDA-graph capture, down to the ``raise Exception("Capture cuda graph failed: ...")``
+#: that wraps the RuntimeError (a torch OOM) raised while capturing.
+_GRAPH = {
+    "0.5.11": _SCHED_0_5_11[:7] + [
+        (f"{_S}/srt/model_executor/model_runner.py", 771, "initialize", "self.init_device_graphs()"),
+        (f"{_S}/srt/model_executor/model_runner.py", 2792, "init_device_graphs", "self.graph_runner = graph_runners[self.device](self)"),
+        (f"{_S}/srt/model_executor/cuda_graph_runner.py", 716, "__init__", "raise Exception("),
+    ],
+    "0.5.23": _SCHED_0_5_23[:2] + [
+        (f"{_S}/srt/managers/scheduler.py", 1146, "init_model_worker", "self.init_all_cuda_graphs()"),
+        (f"{_S}/srt/managers/scheduler.py", 1124, "init_all_cuda_graphs", "self.tp_worker.init_cuda_graphs()"),
+        (f"{_S}/srt/managers/tp_worker.py", 435, "init_cuda_graphs", "self.model_runner.init_cuda_graphs("),
+        (f"{_S}/srt/model_executor/model_runner.py", 1192, "init_cuda_graphs", "capture = capture_cuda_graphs("),
+        (f"{_S}/srt/model_executor/model_runner_components/cuda_graph_setup.py", 437, "capture_cuda_graphs", "decode = capture_decode_graph(model_runner=model_runner)"),
+        (f"{_S}/srt/model_executor/model_runner_components/cuda_graph_setup.py", 780, "capture_decode_graph", "runner = GraphRunnerCls(model_runner)"),
+        (f"{_S}/srt/model_executor/runner/decode_cuda_graph_runner.py", 602, "__init__", "raise Exception("),
+    ],
+}
+
+#: ``CUDA_GRAPH_CAPTURE_FAILED_MSG``: 0.5.11 model_executor/cuda_graph_runner.py:1431,
+#: 0.5.23 model_executor/runner_backend_utils/__init__.py:14
+GRAPH_CAPTURE_FAILED_MSG = {
+    "0.5.11": (
+        "Possible solutions:\n"
+        "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+        "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
+        "3. disable torch compile by not using --enable-torch-compile\n"
+        "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+        "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+    ),
+    "0.5.23": (
+        "Possible solutions:\n"
+        "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+        "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+        "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. "
+        "(Not recommended. Huge performance loss)\n"
+        "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+    ),
+}
+
+
+def graph_capture_frames(version: str) -> list[tuple[str, int, str, str]]:
+    """Frames from ``run_scheduler_process`` to the decode graph runner's wrapping ``raise``."""
+    return list(_GRAPH["0.5.11" if version == "0.5.11" else "0.5.23"])
+
+
 def oom_frames(version: str, allocation: str) -> list[tuple[str, int, str, str]]:
-    """Frames from ``run_scheduler_process`` to the ``torch.zeros`` of ``allocation``."""
+    """Frames from ``run_scheduler_process`` to the ``torch.zeros`` of ``allocation``
+    (a pool; a CUDA-graph capture fails through :func:`graph_capture_frames`)."""
     if version == "0.5.11":
         head, mamba, kv = _SCHED_0_5_11, _MAMBA_0_5_11, _KV_0_5_11
     else:

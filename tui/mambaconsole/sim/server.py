@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from mambaconsole.sim import flags as simflags
-from mambaconsole.sim.frames import mamba_too_small_frames, not_enough_memory_frames, oom_frames
+from mambaconsole.sim.frames import (
+    GRAPH_CAPTURE_FAILED_MSG, graph_capture_frames, mamba_too_small_frames, not_enough_memory_frames, oom_frames,
+)
 from mambaconsole.sim.gpu import ENV_GPU_FILE, gpu_state, write_atomic
 from mambaconsole.sim.logs import LogWriter, decode_line, gb, prefill_line, render_traceback, torch_size
 from mambaconsole.sim.memory import CONTEXT_BYTES, MemoryPlan, plan_memory
@@ -350,6 +352,12 @@ class SimServer:
             "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "
             "See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
         )
+        if alloc.phase == "graph":
+            # SGLang wraps the capture's RuntimeError: raise Exception(f"Capture cuda graph failed: {e}\n{MSG}")
+            wrapped = f"Capture cuda graph failed: {msg}\n{GRAPH_CAPTURE_FAILED_MSG[self.version]}"
+            self.truth["error"] = {"type": "Exception", "message": wrapped, "allocation": alloc.name, "bytes": alloc.nbytes}
+            tb = render_traceback(graph_capture_frames(self.version), f"Exception: {wrapped}", self.site)
+            return self._scheduler_crash(tb, "oom")
         self.truth["error"] = {"type": "torch.OutOfMemoryError", "message": msg, "allocation": alloc.name, "bytes": alloc.nbytes}
         tb = render_traceback(oom_frames(self.version, alloc.name), f"torch.OutOfMemoryError: {msg}", self.site)
         return self._scheduler_crash(tb, "oom")
