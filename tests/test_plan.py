@@ -112,6 +112,21 @@ def test_plan_uses_the_nodes_gpu_and_weights():
     assert p["free_gib"] == round((30 * GiB - int(0.55 * GiB)) / GiB, 3)
     assert p["gpu_name"] == "GPU A"
     assert p["advice"] == []  # no Mamba cap or fraction makes 51.2 GiB fit in 30
+    # a hybrid whose weights do not fit: its Mamba pool is not sized, not absent
+    from mambaconsole.commands.plan import render
+
+    assert CONFIG.get("layer_types") or CONFIG.get("text_config", {}).get("layer_types")
+    text = render(p)
+    assert "not sized: the boot fails before the Mamba pool" in text and "no linear-attention" not in text
+
+
+def test_plan_without_sglang_says_which_python_to_give(tmp_path):
+    """The python given cannot import sglang: the one-line error says to give the server's."""
+    env = {**os.environ, "MAMBACONSOLE_CONFIG": str(tmp_path / "none.toml")}
+    p = subprocess.run([sys.executable, "-m", "mambaconsole", "plan", "--python", sys.executable, "--",
+                        "--model-path", "m"], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 1 and p.stdout == ""
+    assert "cannot import sglang" in p.stderr and "--python PATH" in p.stderr and p.stderr.count("\n") == 1
 
 
 @pytest.mark.sglang

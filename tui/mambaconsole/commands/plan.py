@@ -57,7 +57,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--gpu-memory-gib must be positive, got {args.gpu_memory_gib:g}")
     from mambaconsole.commands.resolve import _env
 
-    resolved, facts = asyncio.run(_fetch(args.host, args.python, sglang_args, _env(args.env), args.timeout))
+    from mambaconsole.commands.resolve import python_hint
+    from mambaconsole.resolve import ResolveError
+
+    try:
+        resolved, facts = asyncio.run(_fetch(args.host, args.python, sglang_args, _env(args.env), args.timeout))
+    except ResolveError as exc:
+        raise python_hint(exc, args.python, args.host) from None
     out = make_plan(resolved, facts, gpu_memory_gib=args.gpu_memory_gib, gpu_name=args.gpu_name)
     if args.json:
         print(json.dumps(out, indent=1))
@@ -111,6 +117,7 @@ def render(p: dict[str, Any]) -> str:
         f"{p['gpu_name']}, {p['gpu_total_gib']:.1f} GiB" + (" (planned, not on the node)" if p["gpu_planned"] else ""),
         f"weights    {bg['weights']:7.2f} GiB  ({p['weights_source']})",
         f"Mamba      {bg['mamba']:7.2f} GiB  ({p['max_mamba_cache_size']} slots)" if p["max_mamba_cache_size"] is not None
+        else "Mamba         -       (not sized: the boot fails before the Mamba pool)" if p.get("hybrid")
         else "Mamba         -       (no linear-attention layers)",
         f"KV cache   {bg['kv_cache']:7.2f} GiB  ({p['kv_tokens']:,} tokens)",
         f"graphs     {bg['cuda_graph'][0]:.2f}-{bg['cuda_graph'][1]:.2f} GiB  (measured only at boot)",

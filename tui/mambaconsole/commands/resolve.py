@@ -55,10 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(_fetch(args.host, args.python, sglang_args, env, args.params, args.timeout))
     except ResolveError as exc:
-        if "cannot import sglang" in str(exc):  # the python given is not the server's
-            raise ResolveError(f"{exc} (with {args.python} on {args.host}: give the server's python, "
-                               f"--python PATH; `mambaconsole doctor {args.host} --python PATH` checks one)") from None
-        raise
+        raise python_hint(exc, args.python, args.host) from None
     if args.json or args.params:
         if args.params and not args.json:
             _print_params(result)
@@ -173,3 +170,14 @@ def _print_params(answer: dict) -> None:
                       _short(p["choices"], 40) if p["choices"] is not None else "", p["type"] or "")
     Console().print(table)
     print(f"SGLang {answer['sglang_version']}: {len(answer['params'])} options", file=sys.stderr)
+
+
+def python_hint(exc: Exception, python: str, host: str) -> Exception:
+    """``exc``, or where the node's ``python`` cannot import sglang (it is not the server's
+    python) a :class:`~mambaconsole.resolve.ResolveError` that says which to give instead."""
+    from mambaconsole.resolve import ResolveError
+
+    if "cannot import sglang" not in str(exc):
+        return exc
+    return ResolveError(f"{exc} (with {python} on {host}: give the server's python, --python PATH; "
+                        f"`mambaconsole doctor {host} --python PATH` checks one)")

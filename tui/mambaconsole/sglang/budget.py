@@ -717,6 +717,7 @@ def plan_json(b: Budget, advice: list[Advice], facts: NodeFacts) -> dict[str, An
         "gpu_total_gib": g(facts.gpu_total_bytes),
         "gpu_planned": facts.planned,
         "max_mamba_cache_size": b.max_mamba_cache_size,
+        "hybrid": b.mamba_slot_bytes > 0,
         "max_running_requests": b.max_running_requests,
         "kv_tokens": b.kv_tokens,
         "verdict": b.verdict(),
