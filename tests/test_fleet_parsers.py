@@ -137,6 +137,18 @@ def test_latency_window_drops_scrapes_older_than_the_window():
     assert lat.itl_p50 == pytest.approx(0.005)
 
 
+def test_latency_window_restarts_with_a_new_server():
+    """A relaunch on the same port: the histograms' counts go down (a counter reset). The window
+    then covers the new server alone (one scrape: since it started), never the old one's 62 s."""
+    w = L.LatencyWindow(60.0)
+    w.add(0.0, parse_metrics(_hist_text(L.TTFT, {"0.1": 50, "1.0": 80, "+Inf": 80})))
+    w.add(40.0, parse_metrics(_hist_text(L.TTFT, {"0.1": 50, "1.0": 90, "+Inf": 90})))
+    w.add(62.0, parse_metrics(_hist_text(L.TTFT, {"0.1": 3, "1.0": 3, "+Inf": 3})))  # the new server
+    lat = w.latency()
+    assert lat.window_s is None and lat.requests == 3
+    assert lat.ttft_p50 == pytest.approx(0.1 * 1.5 / 3)  # rank 1.5 of 3 in (0, 0.1]
+
+
 def test_mismatched_ssm_dtype_between_prefill_and_decode_is_the_first_difference():
     base = {"model_path": "Qwen/Qwen3.6-27B", "page_size": 1, "kv_cache_dtype": "auto", "tp_size": 1,
             "port": 30000, "chunked_prefill_size": 8192, "mamba_ssm_dtype": "float32",

@@ -141,6 +141,12 @@ class LatencyWindow:
 
     def add(self, t: float, snapshot: MetricsSnapshot) -> None:
         hists = {name: h for name in (TTFT, ITL) if (h := histogram(snapshot, name)) is not None}
+        if self._scrapes:
+            last = self._scrapes[-1][1]
+            # a count that went down is a counter reset (Prometheus' rule): another server (a
+            # relaunch on the same port) started; nothing before it belongs to its window
+            if any(name in last and h.count < last[name].count for name, h in hists.items()):
+                self._scrapes.clear()
         self._scrapes.append((t, hists))
         # keep one scrape at least window_s old as the baseline
         while len(self._scrapes) > 2 and self._scrapes[1][0] <= t - self.window_s:
