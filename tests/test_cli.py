@@ -40,6 +40,18 @@ def test_a_mistyped_subcommand_is_not_taken_for_a_host(capsys):
     assert main(["inspct", "x.log"]) == 2 and "'inspect'" in capsys.readouterr().err
 
 
+def test_a_mistyped_option_names_the_option(capsys):
+    """``--dmeo`` was 'unrecognized arguments' with no hint; a subcommand's options too."""
+    import pytest
+
+    with pytest.raises(SystemExit) as done:
+        main(["--dmeo"])
+    assert done.value.code == 2 and "did you mean --demo?" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["runs", "local", "--jsno"])
+    assert "did you mean --json?" in capsys.readouterr().err
+
+
 def test_readme_names_the_test_command_that_ci_runs():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()

@@ -62,8 +62,21 @@ def mistyped_command(word: str) -> str | None:
     return near[0] if near else None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that names the option an unknown one is a likely typo of (``--dmeo`` → ``--demo``)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        m = re.match(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("--"):
+            known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            near = difflib.get_close_matches(m.group(1).split("=")[0], known, n=1, cutoff=0.7)
+            if near:
+                message += f"; did you mean {near[0]}?"
+        super().error(message)
+
+
 def _console_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="mambaconsole",
         description="Terminal debugging console for live SGLang servers. "
         "Subcommands: " + ", ".join(COMMANDS) + " (mambaconsole SUBCOMMAND --help).",
@@ -90,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if module is None:
                 print(f"mambaconsole: error: '{name}' is not built yet", file=sys.stderr)
                 return 2
-            parser = argparse.ArgumentParser(prog=f"mambaconsole {name}", description=module.HELP)
+            parser = _Parser(prog=f"mambaconsole {name}", description=module.HELP)
             module.add_arguments(parser)
             rest_name = getattr(module, "REST", None)
             words = argv[1:]
