@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
@@ -26,15 +27,25 @@ _STATE_STYLE = {
 }
 
 
-def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
-    """The two header lines as Rich text. ``styles`` maps state words to Rich styles."""
+#: the first line's parts that give way when it is too narrow, first to go first: the title,
+#: SGLang's version, the run id, the uptime, the host, the data age, then the warnings (behind,
+#: log silent). The state word (with its exit code) and SIMULATED never give way.
+_GIVE_WAY = ("title", "version", "run", "uptime", "host", "data", "behind", "silent")
+
+
+def status_text(state: ConsoleState, styles: dict[str, str], width: int | None = None) -> Text:
+    """The two header lines as Rich text. ``styles`` maps state words to Rich styles.
+
+    ``width`` (cells): where the first line is wider, its parts of :data:`_GIVE_WAY` are kept,
+    the most important first, each only while it fits whole, so the state word with its exit code and SIMULATED always show whole
+    (at 80 columns the cut fell in ``STOPPED exit 13…``); None keeps every part."""
     s = state
-    t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(" mambaconsole ", "bold reverse")
-    t.append(f" {s.host or '?'} ", "bold")
-    t.append(f" SGLang {s.sglang_version or '?'} ")
+    parts: list[tuple[str, str, str | None]] = []  # (text, style, name in _GIVE_WAY or None)
+    parts.append((" mambaconsole ", "bold reverse", "title"))
+    parts.append((f" {s.host or '?'} ", "bold", "host"))
+    parts.append((f" SGLang {s.sglang_version or '?'} ", "", "version"))
     if s.run is not None:
-        t.append(f" run {s.run.run_id} ")
+        parts.append((f" run {s.run.run_id} ", "", "run"))
     word = s.status
     label = s.status_label()
     # while the log's history is read, no state word: a line later in the same read may undo
@@ -43,22 +54,34 @@ def status_text(state: ConsoleState, styles: dict[str, str]) -> Text:
     if word == "connection lost":
         label = f"{label} {fmt_duration(s.lost_for())} ago"
     if reading is not None:
-        t.append(f" ● reading {fmt_bytes(reading)} ", styles.get("starting", ""))
+        parts.append((f" ● reading {fmt_bytes(reading)} ", styles.get("starting", ""), None))
     else:
-        t.append(f" ● {label} ", styles.get(word, ""))
+        parts.append((f" ● {label} ", styles.get(word, ""), None))
     behind = s.behind_bytes() if s.connected else None
     if behind is not None:
-        t.append(f" behind {fmt_bytes(behind)} ", styles.get("starting", "bold"))
+        parts.append((f" behind {fmt_bytes(behind)} ", styles.get("starting", "bold"), "behind"))
     silent = s.log_silent_for() if s.connected else None
     if silent is not None:
-        t.append(f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"))
+        parts.append((f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"), "silent"))
     up = s.uptime()
     if up is not None:
-        t.append(f" up {fmt_duration(up)} ")
+        parts.append((f" up {fmt_duration(up)} ", "", "uptime"))
     if s.last_data is not None:  # the server's own data (log lines, HTTP): ages once it stops
-        t.append(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim")
+        parts.append((f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim", "data"))
     if s.simulated:
-        t.append(" SIMULATED ", styles.get("simulated", "reverse"))
+        parts.append((" SIMULATED ", styles.get("simulated", "reverse"), None))
+    if width is not None and sum(cell_len(p[0]) for p in parts) > width:
+        room = width - sum(cell_len(p[0]) for p in parts if p[2] is None)
+        kept = set()
+        for name in reversed(_GIVE_WAY):  # the most important first, each while it fits whole
+            need = sum(cell_len(p[0]) for p in parts if p[2] == name)
+            if need <= room:
+                kept.add(name)
+                room -= need
+        parts = [p for p in parts if p[2] is None or p[2] in kept]
+    t = Text(no_wrap=True, overflow="ellipsis")
+    for text, style, _ in parts:
+        t.append(text, style)
     t.append("\n")
     if not s.connected:
         retry = ""
@@ -119,7 +142,8 @@ class StatusBar(Static):
                 parts.append(v.get(p[1:], "red") if p.startswith("$") else p)
             styles[word] = " ".join(parts)
         styles["simulated"] = f"bold reverse {v.get('warning', 'yellow')}"
-        update_static(self, fit_lines(status_text(state, styles), self.size.width),
+        width = self.size.width
+        update_static(self, fit_lines(status_text(state, styles, width or None), width),
                       lines=2)  # height: 2, whatever the text: never a layout
 
     def on_resize(self) -> None:
