@@ -201,3 +201,34 @@ async def test_next_gpu_reads_the_running_stream_and_starts_no_agent(tmp_path, m
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await stream.aclose()
+
+
+async def test_each_gpu_file_change_reaches_the_state_from_one_stream(node_home, tmp_path, no_config):
+    """The pane's GPU stream is opened once and every change of the GPU file reaches the state
+    within a few poll intervals (0.3 s here; 8 s is generous on a loaded 2-core machine). The
+    GPU worker's handler once returned post_message's bool, which the reader awaited: each
+    sample "broke" the stream, so samples came only at each restart, 1, 2, 4 ... 30 s apart
+    (the demo's pane 20-30 s behind the run)."""
+    f = tmp_path / "gpu.json"
+    write(f, two_gpus(0, 0, []))
+    async with LocalNode() as node:
+        app = console_for(node, sim_gpu_file=str(f), agent_python=sys.executable)
+        opened = []
+        real_stream = app.feed.gpu_stream
+
+        def counted(*a, **kw):
+            opened.append(1)
+            return real_stream(*a, **kw)
+
+        app.feed.gpu_stream = counted
+        lost = []
+        real_lost = app._lost
+        app._lost = lambda poll, exc: (lost.append((poll, repr(exc))), real_lost(poll, exc))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.gpu and len(app.state.gpu.gpus) == 2, what="the first sample")
+            for used in (1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 0.0):
+                write(f, two_gpus(10, used, []))
+                await wait_until(pilot, lambda u=used: app.state.gpu.gpus[1].used_mib == u, timeout=8,
+                                 what=f"the sample {used} within 8 s")
+            assert [p for p, _ in lost if p == "gpu"] == [], lost
+            assert opened == [1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import os
 import sys
 import time
@@ -368,11 +369,17 @@ class ConsoleApp(App[int]):
             async for snap in self.feed.gpu_stream(self.poll_s):
                 yield snap
 
-        await self._keep_reading("gpu", samples, lambda snap: self.post_message(M.Fed(snap, poll="gpu")), again=True)
+        def handle(snap) -> None:
+            self.post_message(M.Fed(snap, poll="gpu"))  # (post_message's bool is not a wait)
+
+        await self._keep_reading("gpu", samples, handle, again=True)
 
     async def _keep_reading(self, poll: str, open_stream: Callable[[], AsyncIterator], handle: Callable[[object], None],
                       *, again: bool) -> None:
-        """``handle`` each item of ``open_stream()``. When the stream breaks (raises), say so
+        """``handle`` each item of ``open_stream()``; when ``handle`` returns an awaitable (the
+        log intake's room), the next item is read once it is done, and anything else it returns
+        is ignored (a returned bool once made every GPU sample "break" the stream: samples then
+        came only at each restart, 1, 2, 4 ... 30 s apart). When the stream breaks (raises), say so
         (:meth:`_lost`) and open it again after a capped backoff (1 s, doubling up to
         BACKOFF_CAP, back to 1 s at each item); when it ends, return, or with ``again`` open
         it again after the same backoff. Stops when the app closes."""
@@ -383,7 +390,7 @@ class ConsoleApp(App[int]):
             try:
                 async for item in open_stream():
                     waiting = handle(item)
-                    if waiting is not None:
+                    if inspect.isawaitable(waiting):
                         await waiting
                     attempt = 0
                 if not again:
