@@ -232,3 +232,47 @@ async def test_each_gpu_file_change_reaches_the_state_from_one_stream(node_home,
                                  what=f"the sample {used} within 8 s")
             assert [p for p, _ in lost if p == "gpu"] == [], lost
             assert opened == [1]
+
+
+async def test_a_stale_reading_says_its_age_and_ages_on_screen():
+    """No sample for longer than a few seconds: the pane's first line says how old its numbers
+    are, and the once-a-second tick ages it; a fresh sample takes the line away. Times are set
+    here (a clock the test moves), thresholds from the pane's rule: 5 s, or 2.5 intervals."""
+    from mambaconsole.state import GpuReading, GpuSnapshot
+    from mambaconsole.ui.app import ConsoleApp
+
+    now = [1_800_000_000.0]
+    feed = Feed(LocalNode("gpu-node"), HostSettings(python=sys.executable), simulated=True)
+    app = ConsoleApp(feed, clock=lambda: now[0], start_workers=False, poll_s=2.0)
+
+    def pane_text() -> str:
+        from rich.console import Console
+
+        con = Console(width=120, record=True)
+        con.print(app.gpu_pane.content)  # what the pane was last given to show
+        return con.export_text()
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(GpuSnapshot((GpuReading(0, "Sim GPU", 90624.0, 98304.0, 78.0),), t=now[0]))
+        app.refresh_panes({"gpu"})
+        await pilot.pause(0.1)
+        assert "88.5/96.0 GiB" in pane_text() and " old" not in pane_text()
+        now[0] += 4.0  # within 5 s: fresh
+        await pilot.pause(1.3)
+        assert " old" not in pane_text()
+        now[0] += 19.0  # 23 s without a sample
+        await wait_until(pilot, lambda: "GPU reading 23 s old" in pane_text(), timeout=5, what="the age line")
+        first = pane_text().strip().splitlines()[0]
+        assert first.startswith("GPU reading 23 s old"), first
+        now[0] += 7.0
+        await wait_until(pilot, lambda: "GPU reading 30 s old" in pane_text(), timeout=5, what="the line aging")
+        app.state.apply(GpuSnapshot((GpuReading(0, "Sim GPU", 0.0, 98304.0, 0.0),), t=now[0]))
+        app.refresh_panes({"gpu"})
+        await wait_until(pilot, lambda: " old" not in pane_text() and "0.0/96.0 GiB" in pane_text(), timeout=5)
+        # a slower stream (poll 10 s) is stale only after 2.5 intervals
+        app.state.gpu_interval_s = 10.0
+        now[0] += 20.0
+        await pilot.pause(1.3)
+        assert " old" not in pane_text()
+        now[0] += 6.0
+        await wait_until(pilot, lambda: "GPU reading 26 s old" in pane_text(), timeout=5, what="the slow stream's age")

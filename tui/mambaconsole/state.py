@@ -33,6 +33,9 @@ from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration for
 LOG_KEEP = 5000
 #: GPU used-memory samples kept per GPU for the history sparkline
 GPU_HISTORY = 120
+#: a GPU reading older than this many seconds (console clock), or than 2.5 sample intervals
+#: when those are longer, is shown with its age (:meth:`ConsoleState.gpu_stale_age`)
+GPU_STALE_S = 5.0
 #: speculative points kept (one per decode batch line)
 SPEC_KEEP = 600
 #: a live server's log that has not grown for this many seconds is flagged "log silent"
@@ -102,7 +105,8 @@ class GpuReading:
     total_mib: float
     util: float | None = None
     simulated: bool = False
-    t: float = field(default=0.0, compare=False)
+    #: when the console received it (console clock, Unix seconds); None: not known
+    t: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -483,6 +487,7 @@ class ConsoleState:
         self.batch_t: float | None = None  # when it arrived (console clock)
         # gpu
         self.gpu: GpuSnapshot | None = None
+        self.gpu_interval_s = 2.0  # seconds between the GPU stream's samples (the app's poll_s)
         self.gpu_history: dict[int, deque[float]] = {}
         #: run id -> the highest used memory of one GPU (MiB) seen while that run was current
         #: and alive (see RunInfo.peak_mem_mib)
@@ -681,6 +686,20 @@ class ConsoleState:
         vals = self.flag_values(site.flags)
         sized = ", ".join(f"{f} {'(not given)' if v is None else v}" for f, v in vals) if vals else " ".join(site.flags)
         return f"OOM allocating {site.name}{size} ({site.short}) · sized by {sized}"
+
+    def gpu_age(self) -> float | None:
+        """Seconds since the shown GPU reading arrived (console clock); None before the first
+        or when its arrival time is not known."""
+        if self.gpu is None or self.gpu.t is None:
+            return None
+        return max(0.0, self.clock() - self.gpu.t)
+
+    def gpu_stale_age(self) -> float | None:
+        """The GPU reading's age (seconds) once it is older than GPU_STALE_S and 2.5 sample
+        intervals (``gpu_interval_s``, the stream's, set by the app): the node sent no newer
+        one (link down, a slow node, the agent restarting); None while it is fresh."""
+        age = self.gpu_age()
+        return age if age is not None and age > max(GPU_STALE_S, 2.5 * self.gpu_interval_s) else None
 
     def lost_for(self) -> float | None:
         if self.connected or self.lost_since is None:

@@ -166,6 +166,7 @@ class ConsoleApp(App[int]):
         self.clock = clock
         self.poll_s = poll_s
         self.state = ConsoleState(feed.host, clock=clock)
+        self.state.gpu_interval_s = poll_s
         self.state.simulated = feed.simulated
         self.screenshot_dir = screenshot_dir  # None: screenshot_folder()
         self.on_quit_hook = on_quit
@@ -302,14 +303,16 @@ class ConsoleApp(App[int]):
             self.refresh_panes({self._compact_pane})
 
     def _tick(self) -> None:
-        """Once a second: the header's clocks (and the spec pane's "last seen" of a run that is
-        over); a log that went idle completes its last record."""
+        """Once a second: the header's clocks, the GPU reading's age once it is stale (and the
+        spec pane's "last seen" of a run that is over); a log that went idle completes its last
+        record."""
         if self.state.log_offset == self._idle_offset:
             changed = self.state.flush_log()
             if changed:
                 self.refresh_panes(changed)
         self._idle_offset = self.state.log_offset
         self.bar.refresh_from(self.state)
+        self.gpu_pane.refresh_age(self.state)
         if self.state.batch_t is not None and not self.state.live:
             self.refresh_panes({"spec"})
 

@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState
-from mambaconsole.units import SGLANG_GB
+from mambaconsole.units import SGLANG_GB, fmt_duration
 from mambaconsole.ui.redraw import update_static
 
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -45,10 +45,20 @@ def sparkline(values, width: int) -> str:
     return "".join(_SPARK[min(len(_SPARK) - 1, int(v / hi * (len(_SPARK) - 1)))] for v in vals)
 
 
+def stale_note(state: ConsoleState) -> str | None:
+    """``GPU reading 23 s old: none newer from the node`` once the shown reading is stale
+    (:meth:`ConsoleState.gpu_stale_age`); None while it is fresh."""
+    age = state.gpu_stale_age()
+    return None if age is None else f"GPU reading {fmt_duration(age)} old: none newer from the node"
+
+
 def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     snap = state.gpu
     out = Table.grid(expand=True)
     out.add_column()
+    note = stale_note(state)
+    if note is not None:  # first: the numbers below are that old
+        out.add_row(Text(note, style=f"bold {colors.get('warning', 'yellow')}", no_wrap=True, overflow="ellipsis"))
     if snap is None or not snap.available:
         why = "waiting for the first GPU sample…" if snap is None else f"no GPU reading: {snap.reason or 'no GPU on this node'}"
         out.add_row(Text(why, style="dim"))
@@ -177,12 +187,20 @@ class GpuPane(Static, can_focus=True):
     """The GPU memory pane (reads :class:`ConsoleState` only)."""
 
     _state: ConsoleState | None = None
+    _note_shown: str | None = None  # the stale reading's age line last drawn
+
+    def refresh_age(self, state: ConsoleState) -> None:
+        """The app's once-a-second tick: redraw only when the age line would change (the
+        reading turned stale, aged by a second, or a fresh one replaced it)."""
+        if self._state is not None and stale_note(state) != self._note_shown:
+            self.refresh_from(state)
 
     def refresh_from(self, state: ConsoleState) -> None:
         # called only when the GPU data changed (ConsoleState skips equal samples), and on a
         # resize (the bar and the legend are sized to the width); a layout only when the
         # number of rows changed
         self._state = state
+        self._note_shown = stale_note(state)
         table = gpu_renderable(state, self.size.width or 60, self.app.theme_variables)
         rows = getattr(table, "row_count", None)
         update_static(self, table, key=object(), lines=rows)
