@@ -276,3 +276,41 @@ async def test_a_stale_reading_says_its_age_and_ages_on_screen():
         assert " old" not in pane_text()
         now[0] += 6.0
         await wait_until(pilot, lambda: "GPU reading 26 s old" in pane_text(), timeout=5, what="the slow stream's age")
+
+
+# Writes log lines as fast as a busy server's decode log, until SIGINT.
+FLOOD = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    i = 0
+    while True:
+        sys.stdout.write("".join("[2026-11-30 14:13:42] Decode batch, #running-req: 4, #full token: %d, "
+                                 "gen throughput (token/s): 240.50, #queue-req: 22\\n" % (i + j) for j in range(200)))
+        sys.stdout.flush()
+        i += 200
+        time.sleep(0.01)
+""")
+
+
+async def test_gpu_samples_keep_up_under_a_log_flood(node_home, tmp_path, no_config):
+    """While the run's log floods the console (the app folds lines in slices and redraws the
+    other panes only every 2 s), each GPU file change still reaches the state within 8 s
+    (samples every 0.3 s; generous for a loaded 2-core machine)."""
+    f = tmp_path / "gpu.json"
+    write(f, two_gpus(0, 0, []))
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    async with LocalNode() as node:
+        store = RunStore(node)
+        run = await store.start([sys.executable, str(script)])
+        app = console_for(node, sim_gpu_file=str(f), agent_python=sys.executable)
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_until(pilot, lambda: app.state.log_offset > 1_000_000, what="the flood in the log")
+                for used in (1000.0, 2000.0, 3000.0, 4000.0, 5000.0):
+                    write(f, two_gpus(10, used, []))
+                    await wait_until(pilot, lambda u=used: app.state.gpu and app.state.gpu.gpus[1].used_mib == u,
+                                     timeout=8, what=f"the sample {used} within 8 s of the write")
+                assert app.state.log_offset > 2_000_000  # still flooding
+        finally:
+            await store.stop(run.run_id, int_s=5)
