@@ -38,3 +38,45 @@ async def test_header_keeps_the_state_word_with_its_exit_code_and_simulated_whol
         assert " SIMULATED " in first
         assert " up 4 min 50 s " in first and " data 12 s ago " in first  # 80 columns hold them too
         assert "…" not in first  # parts give way whole, nothing is cut mid-word
+
+
+async def test_log_status_keeps_search_filter_and_wrap_whole_at_120x40(monkeypatch):
+    from test_console_snapshots import feed_recorded, frozen_app
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        lp = app.log_pane
+        lp.set_filter("Decode batch")
+        lp.set_search("accept")
+        await pilot.pause()
+        # the recorded sim log (tests/data/sim-ready.log): its Decode batch lines, and the
+        # search's matches among them (the search counts lines)
+        decode = [ln for ln in app.state.log if "Decode batch" in ln.text]
+        matches = sum(1 for ln in decode if "accept" in ln.text.lower())
+        rows = [w.render_line(0).text for w in lp.query("#log-active, #log-status") if w.display]
+        shown = " | ".join(rows)
+        assert "wrap (w)" in shown
+        assert f"filter Decode batch ({len(decode)} shown)" in shown
+        assert "search 'accept' " in shown and f"/{matches}" in shown
+        assert "…" not in shown
+        for r in rows:
+            assert len(r.rstrip()) <= lp.content_size.width
+
+
+@pytest.mark.parametrize("which", ["filter", "search"])
+async def test_log_box_prompts_are_whole_at_120x40(monkeypatch, which):
+    from test_console_snapshots import feed_recorded, frozen_app
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        await pilot.press("4", "f" if which == "filter" else "slash")
+        await pilot.pause()
+        box = app.log_pane.query_one(f"#log-{which}")
+        assert box.has_focus and box.value == ""
+        shown = box.render_line(0).text.strip()
+        assert shown == box.placeholder.strip() and "…" not in shown
+        assert "Esc" in shown or "empty" in shown  # how to close it or clear it, whole

@@ -36,7 +36,9 @@ def show_run(app: ConsoleApp, *run_ids: str) -> None:
 
 
 def status(app: ConsoleApp) -> str:
-    return str(app.log_pane.query_one("#log-status").render())
+    """The status area: the search and filter in force (a row of their own, right above, where
+    they do not fit beside the rest) and the status line."""
+    return "\n".join(str(w.render()) for w in app.log_pane.query("#log-active, #log-status") if w.display)
 
 
 def shown(app: ConsoleApp, which: str) -> bool:
@@ -87,7 +89,7 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
     app = bare_app()
     r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" OutOfMemory here" if i in (10, 20, 30) else "") for i in range(50)]
     r2 = [f"[2026-11-30 12:01:00] r2 line {i}" + (" OutOfMemory again" if i == 5 else "") for i in range(40)]
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(200, 40)) as pilot:  # 200: the search and filter fit on the status line
         show_run(app, "r1")
         write(app, "r1", r1)
         await pilot.pause(0.05)

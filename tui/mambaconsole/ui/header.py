@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState, fmt_duration
 from mambaconsole.units import fmt_bytes
+from mambaconsole.ui.fit import Part, parts_text
 from mambaconsole.ui.redraw import update_static
 
 _STATE_STYLE = {
@@ -27,25 +27,20 @@ _STATE_STYLE = {
 }
 
 
-#: the first line's parts that give way when it is too narrow, first to go first: the title,
-#: SGLang's version, the run id, the uptime, the host, the data age, then the warnings (behind,
-#: log silent). The state word (with its exit code) and SIMULATED never give way.
-_GIVE_WAY = ("title", "version", "run", "uptime", "host", "data", "behind", "silent")
-
-
 def status_text(state: ConsoleState, styles: dict[str, str], width: int | None = None) -> Text:
     """The two header lines as Rich text. ``styles`` maps state words to Rich styles.
 
-    ``width`` (cells): where the first line is wider, its parts of :data:`_GIVE_WAY` are kept,
-    the most important first, each only while it fits whole, so the state word with its exit code and SIMULATED always show whole
-    (at 80 columns the cut fell in ``STOPPED exit 13…``); None keeps every part."""
+    ``width`` (cells): where the first line is wider, its less important parts give way whole
+    (:func:`~mambaconsole.ui.fit.fit_parts`), first the title, then SGLang's version, the run id,
+    the uptime, the host, the data age, the warnings (behind, log silent); the state word with
+    its exit code and SIMULATED always show whole (at 80 columns the cut fell in
+    ``STOPPED exit 13…``); None keeps every part."""
     s = state
-    parts: list[tuple[str, str, str | None]] = []  # (text, style, name in _GIVE_WAY or None)
-    parts.append((" mambaconsole ", "bold reverse", "title"))
-    parts.append((f" {s.host or '?'} ", "bold", "host"))
-    parts.append((f" SGLang {s.sglang_version or '?'} ", "", "version"))
+    parts = [Part(" mambaconsole ", "bold reverse", give_way=0),
+             Part(f" {s.host or '?'} ", "bold", give_way=4),
+             Part(f" SGLang {s.sglang_version or '?'} ", give_way=1)]
     if s.run is not None:
-        parts.append((f" run {s.run.run_id} ", "", "run"))
+        parts.append(Part(f" run {s.run.run_id} ", give_way=2))
     word = s.status
     label = s.status_label()
     # while the log's history is read, no state word: a line later in the same read may undo
@@ -54,34 +49,24 @@ def status_text(state: ConsoleState, styles: dict[str, str], width: int | None =
     if word == "connection lost":
         label = f"{label} {fmt_duration(s.lost_for())} ago"
     if reading is not None:
-        parts.append((f" ● reading {fmt_bytes(reading)} ", styles.get("starting", ""), None))
+        parts.append(Part(f" ● reading {fmt_bytes(reading)} ", styles.get("starting", "")))
     else:
-        parts.append((f" ● {label} ", styles.get(word, ""), None))
+        parts.append(Part(f" ● {label} ", styles.get(word, "")))
     behind = s.behind_bytes() if s.connected else None
     if behind is not None:
-        parts.append((f" behind {fmt_bytes(behind)} ", styles.get("starting", "bold"), "behind"))
+        parts.append(Part(f" behind {fmt_bytes(behind)} ", styles.get("starting", "bold"), give_way=7))
     silent = s.log_silent_for() if s.connected else None
     if silent is not None:
-        parts.append((f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"), "silent"))
+        parts.append(Part(f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"),
+                          give_way=6, short=f" log silent {fmt_duration(silent)} "))
     up = s.uptime()
     if up is not None:
-        parts.append((f" up {fmt_duration(up)} ", "", "uptime"))
+        parts.append(Part(f" up {fmt_duration(up)} ", give_way=3))
     if s.last_data is not None:  # the server's own data (log lines, HTTP): ages once it stops
-        parts.append((f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim", "data"))
+        parts.append(Part(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim", give_way=5))
     if s.simulated:
-        parts.append((" SIMULATED ", styles.get("simulated", "reverse"), None))
-    if width is not None and sum(cell_len(p[0]) for p in parts) > width:
-        room = width - sum(cell_len(p[0]) for p in parts if p[2] is None)
-        kept = set()
-        for name in reversed(_GIVE_WAY):  # the most important first, each while it fits whole
-            need = sum(cell_len(p[0]) for p in parts if p[2] == name)
-            if need <= room:
-                kept.add(name)
-                room -= need
-        parts = [p for p in parts if p[2] is None or p[2] in kept]
-    t = Text(no_wrap=True, overflow="ellipsis")
-    for text, style, _ in parts:
-        t.append(text, style)
+        parts.append(Part(" SIMULATED ", styles.get("simulated", "reverse")))
+    t = parts_text(parts, width)
     t.append("\n")
     if not s.connected:
         retry = ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,7 +21,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
 
 from mambaconsole.state import LOG_KEEP, ConsoleState, LineBuffer, ShownLine
+from mambaconsole.ui.fit import Part, parts_text
 from mambaconsole.ui.log_view import ACCESS_MODES, LogView
+from mambaconsole.ui.redraw import update_static
 from mambaconsole.units import fmt_bytes
 
 #: the paths the console itself polls (ui/feed.py: /server_info or /get_server_info, /metrics)
@@ -51,6 +54,18 @@ def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
         return None, invert, f"not a regex: {exc}"
 
 
+#: the search and filter boxes' prompts, longest first: a box shows the longest that fits whole
+#: (at 120x40 the pane is 56 columns and the filter's long prompt ended at "(Enter: apply;")
+_PROMPTS = {
+    "search": ("text (Enter: next match; empty Enter: no search; Esc: close)",
+               "text; Enter: next match; empty: no search",
+               "text; Esc: close"),
+    "filter": ("regex, !regex keeps the others (Enter: apply; empty Enter: no filter; Esc: close)",
+               "regex, !regex keeps the others; empty: none",
+               "regex; Esc: close"),
+}
+
+
 class LogPane(Vertical):
     BINDINGS = [
         Binding("slash", "search", "Search"),
@@ -73,6 +88,8 @@ class LogPane(Vertical):
     LogPane .log-ask Label { width: auto; height: 1; padding: 0 1; background: $accent; color: $text; text-style: bold; }
     LogPane .log-ask Input { width: 1fr; height: 1; border: none; padding: 0 1; }
     LogPane #log-status { height: 1; color: $text-muted; }
+    LogPane #log-active { height: auto; max-height: 2; display: none; }
+    LogPane #log-active.shown { display: block; }
     """
 
     def __init__(self, **kw) -> None:
@@ -97,12 +114,12 @@ class LogPane(Vertical):
         yield Static("", id="log-title")
         with Horizontal(id="log-search-row", classes="log-ask"):
             yield Label("search")
-            yield Input(placeholder="text (Enter: next match; empty Enter: no search; Esc: close)", id="log-search")
+            yield Input(placeholder=_PROMPTS["search"][0], id="log-search")
         with Horizontal(id="log-filter-row", classes="log-ask"):
             yield Label("filter")
-            yield Input(placeholder="regex, !regex keeps the others (Enter: apply; empty Enter: no filter; Esc: close)",
-                        id="log-filter")
+            yield Input(placeholder=_PROMPTS["filter"][0], id="log-filter")
         yield LogView(max_lines=LOG_KEEP, id="log-view")
+        yield Static("", id="log-active")
         yield Static("", id="log-status")
 
     @property
@@ -195,37 +212,100 @@ class LogPane(Vertical):
         if state.run and state.run.state == "never_started":
             t.append("  ⚠ the run never started", f"bold reverse {c.get('error', 'red')}")
         self._set_static("#log-title", t)
-        s = Text(no_wrap=True, overflow="ellipsis")
+        status = self.query_one("#log-status", Static)
+        self._set_static("#log-status", self._status_row(state, status.size.width or None))
+        self._status_key = (self.following, self._new)
+
+    def _status_row(self, state: ConsoleState, width: int | None) -> Text:
+        """The status line within ``width`` cells: following / paused / new lines, feedback to a
+        key, the search and filter in force, wrap or no wrap, always whole; the line counts, the
+        skipped middle and the poll lines take short forms or give way first
+        (:func:`~mambaconsole.ui.fit.fit_parts`). Where the search and filter in force do not fit
+        beside the rest, they take a row of their own above it (``#log-active``; two rows, search and
+        filter, where one is too narrow), their texts cut
+        (``Decode b…``) only where a row is too narrow, their counts never (at 120x40 the pane
+        is 56 columns and the line ended at ``filter Decode``, never reaching ``wrap (w)``)."""
+        c = self.app.theme_variables
+        warn = c.get("warning", "yellow")
+        parts: list[Part] = []
         if self._new:
-            s.append(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
-                     f"bold reverse {c.get('accent', 'magenta')}")
+            parts.append(Part(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
+                              f"bold reverse {c.get('accent', 'magenta')}"))
         else:
-            s.append(" following " if self.following else " paused ", "dim")
+            parts.append(Part(" following " if self.following else " paused ", "dim"))
         if self._note:  # feedback to a key just pressed: where it is seen, before the counts
-            s.append(f" {self._note} ", f"bold reverse {c.get('warning', 'yellow')}")
-        active = self._active_text()  # first: the part that changes what the rows mean
-        if active:
-            s.append(" ")
-            s.append(f" {active} ", f"bold reverse {c.get('secondary', 'cyan')}")
-            s.append(" ")
-        s.append(f" {state.log_total} lines")
-        if state.log_dropped:
-            s.append(f" (last {len(state.log)} kept)", "dim")
+            parts.append(Part(f" {self._note} ", f"bold reverse {warn}"))
+        active_at = len(parts)
+        kept = f" (last {len(state.log)} kept)" if state.log_dropped else ""
+        parts.append(Part(f" {state.log_total} lines", give_way=3))
+        if kept:
+            parts.append(Part(kept, "dim", give_way=0))
         if state.log_skipped is not None:
             a, b = state.log_skipped
-            s.append(f"  {fmt_bytes(b - a)} skipped (b: earlier)", c.get("warning", "yellow"))
+            parts.append(Part(f"  {fmt_bytes(b - a)} skipped (b: earlier)", warn, give_way=4,
+                              short=f"  {fmt_bytes(b - a)} skipped"))
         elif state.log_dropped:
-            s.append("  b: earlier lines", "dim")
+            parts.append(Part("  b: earlier lines", "dim", give_way=1))
         if self.access_mode == "hide":
-            s.append(f"  {self._hidden} poll lines hidden (a)")
+            parts.append(Part(f"  {self._hidden} poll lines hidden (a)", give_way=2,
+                              short=f"  {self._hidden} polls hidden"))
         else:
-            s.append(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)")
-        s.append(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)")
-        self._set_static("#log-status", s)
-        self._status_key = (self.following, self._new)
+            parts.append(Part(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)", give_way=2))
+        parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)"))
+
+        active = self._active_text()  # first: the part that changes what the rows mean
+        active_row = None
+        if active:
+            style = f"bold reverse {c.get('secondary', 'cyan')}"
+            with_active = parts[:active_at] + [Part(" "), Part(f" {active} ", style), Part(" ")] + parts[active_at:]
+            if width is None or sum(cell_len(p.text) for p in with_active if p.give_way is None) <= width:
+                parts = with_active
+            else:  # rows of their own, above, so that the status line's essentials stay whole
+                active_row = self._active_rows(style, width)
+        box = self.query_one("#log-active", Static)
+        if active_row is not None:
+            update_static(box, active_row)  # one row, or two (search, filter): a layout then
+        box.set_class(active_row is not None, "shown")
+        return parts_text(parts, width)
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self._update_title(self._state)
+
+    def _active_rows(self, style: str, width: int | None) -> Text:
+        """The search and filter in force on one row where they fit in ``width`` cells, else
+        each on its own; a row still too wide has its search or filter text cut (``Decode b…``),
+        never its counts."""
+        rows = [" · ".join(self._active_parts())] if width is None else []
+        if not rows:
+            one = " · ".join(self._active_parts())
+            if cell_len(one) + 2 <= width:
+                rows = [one]
+            else:
+                longest = max(len(self.search_text), len(self.filter_text))
+                for i in range(len(self._active_parts())):
+                    limit = None
+                    while True:
+                        row = self._active_parts(limit)[i]
+                        if cell_len(row) + 2 <= width or limit == 1:
+                            break
+                        limit = (limit or longest) - 1
+                    rows.append(row)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for i, row in enumerate(rows):
+            t.append(("\n" if i else "") + f" {row} ", style)
+        return t
 
     def _active_text(self) -> str:
         """``search 'OutOfMemory' 3/7 · filter !mem (27 shown)``: the search and filter in force."""
+        return " · ".join(self._active_parts())
+
+    def _active_parts(self, limit: int | None = None) -> list[str]:
+        """``["search 'OutOfMemory' 3/7", "filter !mem (27 shown)"]``: the search and filter in
+        force; ``limit``: each text cut to that many cells, its end an ellipsis."""
+        def cut(text: str) -> str:
+            return text if limit is None or cell_len(text) <= limit else set_cell_size(text, limit - 1) + "…"
+
         parts = []
         if self.search_text:
             if self._match_info is None:
@@ -235,10 +315,10 @@ class LogPane(Vertical):
             else:
                 n = self._match_info[1]
                 where = f" {n} match{'' if n == 1 else 'es'}"
-            parts.append(f"search '{self.search_text}'{where}")
+            parts.append(f"search '{cut(self.search_text)}'{where}")
         if self.filter_text and self._filter is not None:
-            parts.append(f"filter {self.filter_text} ({len(self._shown)} shown)")
-        return " · ".join(parts)
+            parts.append(f"filter {cut(self.filter_text)} ({len(self._shown)} shown)")
+        return parts
 
     def _set_static(self, selector: str, text: Text) -> None:
         """Update a one-row Static only when its text changed (no layout: the row stays one)."""
@@ -269,6 +349,9 @@ class LogPane(Vertical):
                 self.query_one(f"#log-{other}-row").remove_class("shown")
         self.query_one(f"#log-{which}-row").add_class("shown")
         box = self.query_one(f"#log-{which}", Input)
+        # the longest prompt that fits whole beside the label (both with one cell of padding a side)
+        room = self.content_size.width - (len(which) + 2) - 2
+        box.placeholder = next((p for p in _PROMPTS[which] if cell_len(p) <= room), _PROMPTS[which][-1])
         box.value = value
         box.cursor_position = len(value)
         box.focus()
