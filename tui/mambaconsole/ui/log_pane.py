@@ -237,7 +237,7 @@ class LogPane(Vertical):
             parts.append(Part(f" {self._note} ", f"bold reverse {warn}"))
         active_at = len(parts)
         kept = f" (last {len(state.log)} kept)" if state.log_dropped else ""
-        parts.append(Part(f" {state.log_total} lines", give_way=3))
+        parts.append(Part(f" {state.log_total} lines", give_way=2))
         if kept:
             parts.append(Part(kept, "dim", give_way=0))
         if state.log_skipped is not None:
@@ -247,10 +247,11 @@ class LogPane(Vertical):
         elif state.log_dropped:
             parts.append(Part("  b: earlier lines", "dim", give_way=1))
         if self.access_mode == "hide":
-            parts.append(Part(f"  {self._hidden} poll lines hidden (a)", give_way=2,
-                              short=f"  {self._hidden} polls hidden"))
+            # rows the view leaves out: kept before the line count, like the skipped middle
+            parts.append(Part(f"  {self._hidden} poll lines hidden (a)", give_way=3,
+                              short=f"  {self._hidden} polls hidden (a)"))
         else:
-            parts.append(Part(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)", give_way=2))
+            parts.append(Part(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)", give_way=1))
         parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)"))
 
         active = self._active_text()  # first: the part that changes what the rows mean
