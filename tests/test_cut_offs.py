@@ -80,3 +80,23 @@ async def test_log_box_prompts_are_whole_at_120x40(monkeypatch, which):
         shown = box.render_line(0).text.strip()
         assert shown == box.placeholder.strip() and "…" not in shown
         assert "Esc" in shown or "empty" in shown  # how to close it or clear it, whole
+
+
+async def test_narrowed_args_pane_still_names_the_flags(monkeypatch):
+    from textual.widgets import DataTable
+
+    from test_console_snapshots import feed_recorded, frozen_app
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        feed_recorded(app)
+        await pilot.pause()
+        for _ in range(4):  # "[" four times: the narrowest the app allows (2 tenths of 120)
+            await pilot.press("left_square_bracket")
+            await pilot.pause()
+        table = app.query_one("#args").query_one(DataTable)
+        assert table.size.width <= 26
+        # the recorded resolution's first rows (tests/data/resolve-working.json, flags given on
+        # the command line first): each row's flag is named, not "…"
+        first = table.render_line(1).text
+        assert "--max-running" in first, first

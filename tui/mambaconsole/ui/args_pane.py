@@ -64,6 +64,10 @@ def visible_rows(rows: list[ArgRow], mode: str, query: str, first: tuple[str, ..
 #: whole (``--mamba-scheduler-strategy``); a value of 12 cells a number, a choice or a model's
 #: organisation; a changed-by column of 20 cells the writer's function name (most of it)
 FLAG_MIN, VALUE_MIN, BY_MIN = 26, 12, 20
+#: the narrowest a column ever gets (a pane narrowed with ``[``): a flag column of 16 cells still
+#: names the flag (``--speculative-…``), a value of 5 a number, a source of 3 ``cli``; below
+#: that the table scrolls sideways (at 22 cells the rows were ``…  …  cli``, no flag named)
+FLAG_FLOOR, VALUE_FLOOR, SOURCE_FLOOR = 16, 5, 3
 
 
 def column_widths(width: int, flags: list[str], values: list[str], sources: list[str],
@@ -83,7 +87,9 @@ def column_widths(width: int, flags: list[str], values: list[str], sources: list
     source as its longest entry (cut where that would squeeze flag and value under their useful
     widths, never under 10 cells: ``overridden``), the flag its longest entry or what the value's
     longest entry leaves, at least ``FLAG_MIN`` while the value keeps ``VALUE_MIN``, and the
-    value the rest. Nothing scrolls sideways unless the pane is narrower than about 30 cells."""
+    value the rest. Narrower still, the flag column keeps ``FLAG_FLOOR`` cells (the value, then
+    the source, give up room down to ``VALUE_FLOOR`` and ``SOURCE_FLOOR``) and the table scrolls
+    sideways past that (a pane narrowed with ``[`` to about 30 cells)."""
     flag_nat = max([len("flag"), *map(len, flags)])
     value_nat = max([len("value"), *map(len, values)])
     src_nat = max([len("source"), *map(len, sources)])
@@ -105,7 +111,15 @@ def column_widths(width: int, flags: list[str], values: list[str], sources: list
     src_w = max(min(src_nat, avail - FLAG_MIN - VALUE_MIN), min(src_nat, 10), 1)
     rest = max(avail - src_w, 2)
     flag_w = min(flag_nat, max(rest - value_nat, min(FLAG_MIN, rest - VALUE_MIN), rest // 2))
-    return flag_w, rest - flag_w, src_w, 0
+    value_w = rest - flag_w
+    floor = min(flag_nat, FLAG_FLOOR)
+    if flag_w < floor:  # the flag names the row: the value, then the source, give up room first
+        d = min(floor - flag_w, max(value_w - VALUE_FLOOR, 0))
+        flag_w, value_w = flag_w + d, value_w - d
+        d = min(floor - flag_w, max(src_w - SOURCE_FLOOR, 0))
+        flag_w, src_w = flag_w + d, src_w - d
+        flag_w = max(flag_w, floor)  # still short: the table scrolls sideways
+    return flag_w, max(value_w, min(value_nat, VALUE_FLOOR)), src_w, 0
 
 
 def value_cell(r: ArgRow, given, colors: dict[str, str], width: int | None = None) -> Text:
