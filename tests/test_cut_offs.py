@@ -100,3 +100,25 @@ async def test_narrowed_args_pane_still_names_the_flags(monkeypatch):
         # the command line first): each row's flag is named, not "…"
         first = table.render_line(1).text
         assert "--max-running" in first, first
+
+
+async def test_80x24_editor_flag_names_stay_on_one_row(monkeypatch):
+    from rich.cells import cell_len
+    from textual.widgets import Label
+
+    from mambaconsole.ui.editor import EditorScreen
+    from test_console_snapshots import _json, feed_recorded, frozen_app
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed_recorded(app)
+        params = _json("params-0.5.11.json")  # SGLang 0.5.11's own parser, recorded
+        ed = EditorScreen(app.feed, list(app.state.run.argv), params=params)
+        await app.push_screen(ed)
+        await pilot.pause()
+        labels = list(ed.query("#ed-form .row Label"))
+        flags = [str(lb.render()) for lb in labels]
+        # the longest flags of that parser's Mamba/speculative rows, e.g. --speculative-accept-threshold-acc
+        assert max(map(cell_len, flags)) > 30
+        for lb, flag in zip(labels, flags):
+            assert lb.size.height == 1 and lb.size.width >= cell_len(flag), (flag, lb.size)

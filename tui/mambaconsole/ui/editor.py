@@ -32,6 +32,7 @@ import re
 import shlex
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -191,6 +192,19 @@ def _fid(flag: str) -> str:
     return "f-" + flag.lstrip("-").replace("-", "_").replace(".", "_")
 
 
+#: the widest the flag column gets (cells, with one of space after the flag)
+LABEL_MAX = 40
+
+
+def mid_cut(flag: str, width: int) -> str:
+    """``flag`` within ``width`` cells, cut in its middle (``--speculative-draf…window-size``):
+    SGLang's long flags differ at their ends (``…-threshold-acc`` / ``…-threshold-single``)."""
+    if cell_len(flag) <= width:
+        return flag
+    head = (width - 1) // 2
+    return flag[:head] + "…" + flag[len(flag) - (width - 1 - head):]
+
+
 class EditorScreen(ModalScreen[list[str] | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Close (asks before discarding edits)"),
@@ -299,7 +313,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
             arg = self._current(p)
             given = arg is not None
             cur = arg.value if arg is not None else None
-            label = Label(Text(flag, style="bold" if given else ""))
+            label = Label(Text(mid_cut(flag, LABEL_MAX - 1), style="bold" if given else ""))
             state = None
             if p.get("choices"):
                 opts = [(str(c), str(c)) for c in p["choices"]]
@@ -344,6 +358,12 @@ class EditorScreen(ModalScreen[list[str] | None]):
             Static("", id="f-cwd-error", classes="field-error"),
         ]
         await form.mount_all(rows)
+        # the flag column as wide as its longest flag, up to LABEL_MAX cells: at 80x24 (30 cells)
+        # --speculative-accept-threshold-acc wrapped into two rows, its end on a row of its own;
+        # a longer flag is cut in its middle (:func:`mid_cut`) so that its end still tells it apart
+        longest = max((cell_len(_flag(p)) for p in self.params), default=0)
+        for label in form.query(".row Label"):
+            label.styles.min_width = min(longest + 1, LABEL_MAX)
         first = next(iter(form.query("Input, Select, Switch")), None)
         if first is not None:
             first.focus()
