@@ -104,7 +104,6 @@ async def test_narrowed_args_pane_still_names_the_flags(monkeypatch):
 
 async def test_80x24_editor_flag_names_stay_on_one_row(monkeypatch):
     from rich.cells import cell_len
-    from textual.widgets import Label
 
     from mambaconsole.ui.editor import EditorScreen
     from test_console_snapshots import _json, feed_recorded, frozen_app
