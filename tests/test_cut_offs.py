@@ -121,3 +121,19 @@ async def test_80x24_editor_flag_names_stay_on_one_row(monkeypatch):
         assert max(map(cell_len, flags)) > 30
         for lb, flag in zip(labels, flags):
             assert lb.size.height == 1 and lb.size.width >= cell_len(flag), (flag, lb.size)
+
+
+async def test_80x24_editor_title_keys_are_whole(monkeypatch):
+    from mambaconsole.ui.editor import EditorScreen
+    from test_console_snapshots import _json, feed_recorded, frozen_app
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed_recorded(app)
+        ed = EditorScreen(app.feed, list(app.state.run.argv), params=_json("params-0.5.11.json"))
+        await app.push_screen(ed)
+        await pilot.pause()
+        title = ed.query_one("#ed-title").render_line(0).text
+        assert "Edit the Mamba parameters" in title
+        assert "ctrl+r pre-flight" in title and "ctrl+y relaunch" in title  # the editor's own keys, whole
+        assert "…" not in title

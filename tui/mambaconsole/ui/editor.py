@@ -48,6 +48,7 @@ from mambaconsole.sglang.argv import LaunchArg, LaunchCommand, OptionSpec, Parse
 from mambaconsole.ui import messages as M
 from mambaconsole.sglang.argv_diff import arg_tokens, command, diff, split_launch
 from mambaconsole.ui.confirm import ConfirmScreen
+from mambaconsole.ui.fit import Part, parts_text
 from mambaconsole.ui.footer import KeyFooter
 
 EXTRA = ("--mem-fraction-static", "--max-running-requests", "--disable-radix-cache",
@@ -263,9 +264,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text.assemble(("Edit the Mamba parameters  ", "bold"),
-                                       "·  Tab next field  ·  ctrl+r pre-flight  ·  ctrl+y relaunch  ·  Esc close"),
-                         id="ed-title")
+            yield Static(self._title(None), id="ed-title")
             yield _Form(Static("reading the parser from the node…", id="ed-wait"), id="ed-form")
             yield Static("", id="ed-diff")
             yield Static("", id="ed-verdict")
@@ -274,6 +273,20 @@ class EditorScreen(ModalScreen[list[str] | None]):
                 yield Button("Relaunch with these args (ctrl+y)", id="ed-go", variant="warning", disabled=True)
                 yield Button("Cancel (Esc)", id="ed-cancel")
         yield KeyFooter()
+
+    @staticmethod
+    def _title(width: int | None) -> Text:
+        """The title row within ``width`` cells: the keys give way whole, Tab first, then Esc
+        (both in the footer too); at 80x24 it was cut at ``ctrl+y``."""
+        return parts_text([Part("Edit the Mamba parameters  ", "bold"),
+                           Part("·  Tab next field  ", give_way=0),
+                           Part("·  ctrl+r pre-flight  ", give_way=3),
+                           Part("·  ctrl+y relaunch  ", give_way=2),
+                           Part("·  Esc close", give_way=1)], width)
+
+    def on_resize(self) -> None:
+        title = self.query_one("#ed-title", Static)
+        title.update(self._title(title.content_region.width or None))
 
     def on_mount(self) -> None:
         if self._given_params is not None:
