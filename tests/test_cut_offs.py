@@ -137,3 +137,27 @@ async def test_80x24_editor_title_keys_are_whole(monkeypatch):
         assert "Edit the Mamba parameters" in title
         assert "ctrl+r pre-flight" in title and "ctrl+y relaunch" in title  # the editor's own keys, whole
         assert "…" not in title
+
+
+async def test_80x24_preflight_verdict_is_whole_above_the_buttons(monkeypatch):
+    from mambaconsole.ui import messages as M
+    from mambaconsole.ui.editor import EditorScreen
+    from test_console_snapshots import _json, feed_recorded, frozen_app
+
+    app = frozen_app(monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed_recorded(app)
+        ed = EditorScreen(app.feed, list(app.state.run.argv), params=_json("params-0.5.11.json"))
+        await app.push_screen(ed)
+        await pilot.pause()
+        ed.query_one("#f-mamba_scheduler_strategy").value = "no_buffer"
+        await pilot.pause()
+        # SGLang 0.5.11's recorded refusal of no_buffer with speculative decoding
+        refusal = _json("resolve-no-buffer.json")
+        ed.post_message(M.PreflightDone(ed.edited_args(), refusal))
+        await pilot.pause()
+        verdict = ed.query_one("#ed-verdict")
+        shown = " ".join(verdict.render_line(y).text.strip() for y in range(verdict.size.height))
+        tail = refusal["error"]["message"].split()[-1]  # the message's last word: SGLANG_ENABLE_SPEC_V2=1.
+        assert tail in shown, shown
+        assert verdict.region.bottom <= ed.query_one("#ed-buttons").region.y
