@@ -616,7 +616,7 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
         b.fails_at, b.need_bytes, b.free_bytes = "cuda_graph", low, free
     elif free < high:
         b.risk = (f"{free / GIB:.1f} GiB left for CUDA graphs and activations; SGLang's own default "
-                  f"reserve here is {high / GIB:.1f}: capture may run out")
+                  f"reserve here is {high / GIB:.1f} GiB: capture may run out")
     return b
 
 
