@@ -253,3 +253,28 @@ async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_o
         st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=0),), "r1"))
         assert not st.live and "1 differed from the server while it ran" in note()
         await pilot.pause()
+
+
+def test_the_notes_counts_add_up_to_the_rows_shown():
+    """Under the `changed` filter a row that SGLang left alone is shown when it differs from the
+    live server or sized the OOM: the note's partition counts it (given / default), so the
+    numbers add up to the rows shown instead of "1 overridden · 7 derived" of 9."""
+    import re
+
+    from mambaconsole.ui.args_pane import shown_counts, visible_rows
+
+    rows = [ArgRow(f"d{i}", f"--d{i}", i, None, "derived") for i in range(7)]
+    rows += [ArgRow("o", "--o", 1, None, "overridden"),
+             ArgRow("given_live", "--given-live", 8, None, "cli"),
+             ArgRow("sizing", "--sizing", 0.9, None, "default"),
+             ArgRow("quiet", "--quiet", 1, None, "cli")]
+    rows[8].live, rows[8].disagrees = 4, True
+    shown = visible_rows(rows, "changed", "", first=("--sizing",))
+    # 7 derived + 1 overridden + the disagreeing cli row + the OOM-sizing default; not "quiet"
+    assert len(shown) == 10
+    counts = dict(shown_counts(shown))
+    assert counts == {"overridden": 1, "derived": 7, "given": 1, "default": 1}
+    assert sum(counts.values()) == len(shown)
+    # every source the resolver writes has a kind
+    from mambaconsole.state import SOURCES
+    assert sum(n for _, n in shown_counts([ArgRow(s, s, 0, None, s) for s in SOURCES])) == len(SOURCES)

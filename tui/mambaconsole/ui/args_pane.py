@@ -34,6 +34,24 @@ def _show(v, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: the note's partition of the shown rows by source: (label, sources); every row is in one
+SHOWN_KINDS = (("overridden", ("overridden",)), ("derived", ("derived",)),
+               ("given", ("cli", "config", "env")), ("default", ("default",)))
+
+
+def shown_counts(rows: list[ArgRow]) -> list[tuple[str, int]]:
+    """``[(label, n), ...]`` for the shown ``rows`` by source (:data:`SHOWN_KINDS`), the kinds
+    with no row left out except ``overridden``; the counts add up to ``len(rows)`` (a row whose
+    source is none of these counts as "given")."""
+    known = {s for _, kind in SHOWN_KINDS for s in kind}
+    out = []
+    for label, kind in SHOWN_KINDS:
+        n = sum(1 for r in rows if r.source in kind or (label == "given" and r.source not in known))
+        if n or label == "overridden":
+            out.append((label, n))
+    return out
+
+
 def visible_rows(rows: list[ArgRow], mode: str, query: str, first: tuple[str, ...] = ()) -> list[ArgRow]:
     """Rows the pane shows for filter ``mode`` and search ``query`` (substring of flag or value):
     the flags in ``first`` (those that size the allocation an OOM failed on), in that order and
@@ -273,8 +291,6 @@ class ArgsPane(Vertical, can_focus=False):
             table.move_cursor(row=min(keep, len(rows) - 1))
         self._show_detail()
         res = state.resolution
-        n_over = sum(1 for r in state.rows if r.source == "overridden")
-        n_der = sum(1 for r in state.rows if r.source == "derived")
         n_dis = sum(1 for r in state.rows if r.disagrees)
         note = Text(no_wrap=False)
         if res is None:
@@ -289,14 +305,16 @@ class ArgsPane(Vertical, can_focus=False):
         else:
             if site is not None:
                 note.append("first: what sized the OOM's allocation\n", f"bold {colors.get('error', 'red')}")
-            note.append(f"filter {self.mode}  ·  {len(rows)}/{len(state.rows)} fields  ·  ")
-            note.append(f"{n_over} overridden", source_style("overridden", colors) if n_over else "dim")
-            note.append(f"  ·  {n_der} derived")
+            note.append(f"filter {self.mode} · {len(rows)}/{len(state.rows)} fields")
+            for i, (label, n) in enumerate(shown_counts(rows)):
+                note.append(": " if i == 0 else ", ")
+                style = (source_style("overridden", colors) if n else "dim") if label == "overridden" else ""
+                note.append(f"{n} {label}", style)
             if n_dis:
                 # a run that is over: what its server said while it ran, not a live server
                 what = "from the live server" if state.live else "from the server while it ran"
                 verb = ("differs" if n_dis == 1 else "differ") if state.live else "differed"
-                note.append(f"  ·  {n_dis} {verb} {what}", f"bold {colors.get('warning', 'yellow')}")
+                note.append(f" · {n_dis} {verb} {what}", f"bold {colors.get('warning', 'yellow')}")
             if not rows and state.rows and self.query_text:
                 note.append(f"\nno field matches '{self.query_text}' (filter {self.mode})", "dim")
             elif not rows and state.rows:
