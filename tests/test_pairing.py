@@ -21,7 +21,6 @@ from fixtures.pairing import sshd_cut, sshd_restart
 from mambaconsole.node import node_for
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
-from mambaconsole.node.supervisor import backoff_delay
 from mambaconsole.state import ConsoleState, LogLine, LogLines, RunsListed
 from mambaconsole.ui.feed import Feed, run_info
 
@@ -63,12 +62,6 @@ def _console(node, **kw):
     if "adopt" in inspect.signature(Feed).parameters:
         kw.setdefault("adopt", False)
     return console_for(node, **kw)
-
-
-def test_backoff_is_capped():
-    delays = [backoff_delay(i, 0.5, 10.0) for i in range(1, 12)]
-    assert delays[:5] == [0.5, 1.0, 2.0, 4.0, 8.0]
-    assert max(delays) == 10.0 and delays == sorted(delays)
 
 
 async def test_reconnect_resumes_log_without_loss_or_repeat(ssh_home, tmp_path, no_config):

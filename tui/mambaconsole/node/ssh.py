@@ -32,6 +32,7 @@ from pathlib import Path
 
 import asyncssh
 
+from mambaconsole.backoff import RECONNECT
 from mambaconsole.node.base import (READ_CHUNK, Command, CommandResult, CommandTimeout, Node, NodeError, command_line,
                                      line_batches)
 
@@ -189,7 +190,7 @@ class SSHNode(Node):
         if self._conn is not None and not self._conn.is_closed():
             return self._conn
         if self._failures and backoff:  # reconnect after a lost connection: back off a little
-            await asyncio.sleep(min(0.5 * 2 ** (self._failures - 1), 10.0))
+            await asyncio.sleep(RECONNECT.delay(self._failures))
         opts = await self._options()
         self.hostname, self.port, self.username = opts.host, opts.port, opts.username
         where = f"{self.name} ({opts.username}@{opts.host} port {opts.port})"

@@ -3,7 +3,7 @@
 The supervisor owns the node's connection state for the console: a watchdog notices when the
 SSH connection is gone (the server closed it, the network dropped, keepalives went unanswered),
 marks the link down from that moment, and reconnects with capped exponential backoff
-(``backoff_initial`` seconds, doubling, at most ``backoff_cap`` seconds between attempts)
+(:data:`mambaconsole.backoff.RECONNECT`: 0.5 s, doubling, at most 10 s between attempts)
 until it is back. Nothing on the node depends on the connection: the server keeps running in
 its tmux window and keeps writing its run log.
 
@@ -32,19 +32,14 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from mambaconsole.backoff import RECONNECT, Backoff
 from mambaconsole.errors import ConsoleError
 from mambaconsole.units import fmt_duration
 from mambaconsole.node.agent import LogLine, agent_record_batches, log_lines
 from mambaconsole.node.base import Node, NodeError
 
-#: first wait between reconnect attempts, seconds (doubles after each failed attempt)
-BACKOFF_INITIAL = 0.5
-#: the longest wait between reconnect attempts, seconds
-BACKOFF_CAP = 10.0
 #: how often the watchdog looks at the connection while it is up, seconds
 CHECK_S = 0.5
-#: pause before restarting a log stream whose agent ended while the link stayed up, seconds
-RESTART_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -83,20 +78,14 @@ class FollowBatch:
     skipped: tuple[int, int] | None = None
 
 
-def backoff_delay(attempt: int, initial: float = BACKOFF_INITIAL, cap: float = BACKOFF_CAP) -> float:
-    """Seconds to wait before reconnect attempt number ``attempt`` (1-based): ``initial``,
-    doubling each time, never more than ``cap``."""
-    return min(cap, initial * 2 ** max(0, attempt - 1))
-
-
 class Supervisor:
-    """Owns the connection to ``node``; see the module docstring. ``clock`` gives unix seconds."""
+    """Owns the connection to ``node``; see the module docstring. ``backoff``: the wait between
+    reconnect attempts; ``clock`` gives unix seconds."""
 
-    def __init__(self, node: Node, *, backoff_initial: float = BACKOFF_INITIAL, backoff_cap: float = BACKOFF_CAP,
+    def __init__(self, node: Node, *, backoff: Backoff = RECONNECT,
                  check_s: float = CHECK_S, clock: Callable[[], float] = time.time) -> None:
         self.node = node
-        self.backoff_initial = backoff_initial
-        self.backoff_cap = backoff_cap
+        self.backoff = backoff
         self.check_s = check_s
         self.clock = clock
         self.status = LinkStatus(True, clock())
@@ -207,7 +196,7 @@ class Supervisor:
             self._set(LinkStatus(True, self.clock()))
             return
         attempts = st.attempts + 1
-        delay = backoff_delay(attempts, self.backoff_initial, self.backoff_cap)
+        delay = self.backoff.delay(attempts)
         self._set(LinkStatus(False, st.since, (detail or st.detail).splitlines()[0] if (detail or st.detail) else "",
                              attempts, self.clock() + delay))
         self._wake.clear()
@@ -249,7 +238,9 @@ class Supervisor:
         A drop ends the agent on the node; once the link is back the agent is started again at
         the offset just past the last complete line received. Raises NodeError only for a
         failure that is not a lost connection while the link is up (the agent cannot start:
-        its python is missing), after ``3`` tries in a row.
+        its python is missing), after ``3`` tries in a row. An agent that ends while the link
+        stays up is started again after :attr:`backoff`'s first wait, and after longer ones
+        (the same policy as reconnects) while the restarts bring nothing.
         """
         if not run_id and not path:
             raise ValueError("follow_log needs run_id or path")
@@ -257,6 +248,7 @@ class Supervisor:
         size: int | None = None
         resumed = False
         failures = 0
+        restarts = 0  # agent restarts in a row that brought nothing
         while not self._closed:
             if not self.status.up:
                 await self.wait_up()
@@ -310,5 +302,6 @@ class Supervisor:
             # the agent ended: the connection went, or the agent died; go again from `pos`
             self.check()
             resumed = True
+            restarts = 1 if got_any else restarts + 1
             if self.status.up:
-                await asyncio.sleep(RESTART_S)
+                await asyncio.sleep(self.backoff.delay(restarts))

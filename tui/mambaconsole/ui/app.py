@@ -42,8 +42,6 @@ from mambaconsole.ui.spec_pane import SpecPane
 
 #: actions that change the node: hidden (footer, palette, keys) with --read-only
 NODE_CHANGING = {"edit", "relaunch", "stop"}
-#: the longest wait between polls while the node is unreachable (capped backoff), seconds
-BACKOFF_CAP = 30.0
 #: bytes of the log read per page back (the log pane's ``b``)
 PAGE_BYTES = 1 << 20
 #: seconds of log folding per turn of the app's message queue (keys go between turns)
@@ -383,10 +381,10 @@ class ConsoleApp(App[int]):
         log intake's room), the next item is read once it is done, and anything else it returns
         is ignored (a returned bool once made every GPU sample "break" the stream: samples then
         came only at each restart, 1, 2, 4 ... 30 s apart). When the stream breaks (raises), say so
-        (:meth:`_lost`) and open it again after a capped backoff (1 s, doubling up to
-        BACKOFF_CAP, back to 1 s at each item); when it ends, return, or with ``again`` open
-        it again after the same backoff. Stops when the app closes."""
-        from mambaconsole.node.supervisor import backoff_delay
+        (:meth:`_lost`) and open it again after :data:`mambaconsole.backoff.STREAM` (1 s,
+        doubling up to 30 s, back to 1 s at each item); when it ends, return, or with ``again``
+        open it again after the same backoff. Stops when the app closes."""
+        from mambaconsole.backoff import STREAM
 
         attempt = 0
         while not self._closing:
@@ -403,7 +401,7 @@ class ConsoleApp(App[int]):
             except Exception as exc:
                 self._lost(poll, exc)
             attempt += 1
-            await asyncio.sleep(backoff_delay(attempt, 1.0, BACKOFF_CAP))
+            await asyncio.sleep(STREAM.delay(attempt))
 
     @work(exclusive=True, group="http", exit_on_error=False)
     async def poll_http(self) -> None:
@@ -643,15 +641,11 @@ class ConsoleApp(App[int]):
         backing off (doubling) while answers change nothing, and while it fails."""
         if poll is None or not self.start_workers or self._closing:
             return
-        n = self._fails.get(poll, 0)
-        if n:
-            from mambaconsole.node.supervisor import backoff_delay
+        from mambaconsole.backoff import Backoff
 
-            delay = backoff_delay(n, 2 * self.poll_s, BACKOFF_CAP)  # 2, 4, 8 ... × poll_s
-        else:
-            idle = self._idle.get(poll, 0)
-            factor = {"runs": RUNS_IDLE_FACTOR, "http": METRICS_IDLE_FACTOR}.get(poll, 1)
-            delay = self.poll_s * min(factor, 2 ** idle)
+        factor = {"runs": RUNS_IDLE_FACTOR, "http": METRICS_IDLE_FACTOR}.get(poll, 1)
+        delay = Backoff.poll(self.poll_s, idle_factor=factor).next_in(fails=self._fails.get(poll, 0),
+                                                                      idle=self._idle.get(poll, 0))
         if poll == "http":
             run = self.state.run
             if run is None or run.state not in ("starting", "running", "adopted"):

@@ -8,7 +8,8 @@ settings: a section named as the URL's host with that port; a loopback URL: the 
 or ``local``); quitting it comes back here. ``r`` polls now, ``q`` quits.
 
 The data comes from :class:`mambaconsole.session.fleet.Fleet` (headless), polled in a worker
-every ``poll_s`` seconds; the next poll is armed only after the last one finished.
+every ``poll_s`` seconds; the next poll is armed only after the last one finished, later while
+polls fail (:meth:`mambaconsole.backoff.Backoff.poll`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class FleetApp(App[tuple[str, int | None] | None]):
         self.snapshot: Snapshot | None = None
         self.args_table = None  # the ServerArgs differences shown: header and rows of cell texts
         self._polls = 0
+        self._fails = 0  # polls in a row that failed
         from mambaconsole.ui.themes import load_themes
 
         for th in load_themes():
@@ -82,16 +84,21 @@ class FleetApp(App[tuple[str, int | None] | None]):
 
     @work(exclusive=True, exit_on_error=False, group="fleet-poll")
     async def poll(self) -> None:
-        """One poll; the next is armed when this one has finished, whatever happened."""
+        """One poll; the next is armed when this one has finished, whatever happened (backing
+        off while polls fail)."""
+        from mambaconsole.backoff import Backoff
+
         try:
             snap = await self.fleet.poll()
             self._polls += 1
+            self._fails = 0
             self.show(snap)
         except Exception as exc:  # noqa: BLE001 - a failed poll is shown, the next one still comes
+            self._fails += 1
             self.query_one("#fleet-status", Static).update(
                 Text(f"poll failed: {type(exc).__name__}: {exc}", style=f"bold {self.current_theme.error or 'red'}"))
         finally:
-            self.set_timer(self.poll_s, self.poll)
+            self.set_timer(Backoff.poll(self.poll_s).next_in(fails=self._fails), self.poll)
 
     def action_refresh(self) -> None:
         self.poll()
