@@ -386,6 +386,16 @@ def test_cli_json_and_table():
     first_derived = next(i for i, ln in enumerate(lines) if " derived " in ln)
     first_cli = next(i for i, ln in enumerate(lines) if " cli " in ln)
     assert first_derived < first_cli
+    # at 120 and 80 columns every writer's file:line (read off the JSON) is whole on one line,
+    # and no line is wider than the terminal: a table at 120, a list under it
+    wheres = {f"{w['file'].removeprefix('sglang/srt/')}:{w['line']}" for f in r["fields"].values()
+              if f["source"] != "default" for w in f["writes"] if w["old"] != w["new"]}
+    assert wheres
+    for width in (120, 80):
+        t = cli("--python", py, *env_args, "--", *argv, env={"COLUMNS": str(width)})
+        lines = t.stdout.splitlines()
+        assert max(map(len, lines)) <= width
+        assert {w for w in wheres if not any(w in ln for ln in lines)} == set(), width
 
 
 def test_cli_one_line_errors(tmp_path):

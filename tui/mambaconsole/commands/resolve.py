@@ -97,7 +97,22 @@ def reason_for(result: dict, write: dict) -> dict | None:
     return best[1] if best else None
 
 
+#: terminal width (cells) under which ``resolve`` lists one field per line instead of a table
+LIST_BELOW = 110
+
+
+def _short_path(path: str | None) -> str:
+    """SGLang's source path without its package prefix (``sglang/srt/``): the cells stay
+    narrow and the rest still names the file in the installed package."""
+    p = path or "?"
+    for prefix in ("sglang/srt/", "sglang/"):
+        if p.startswith(prefix):
+            return p[len(prefix):]
+    return p
+
+
 def _print_table(result: dict, show_all: bool = False) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -123,10 +138,15 @@ def _print_table(result: dict, show_all: bool = False) -> None:
         console.print(Text("fields as resolved up to the failure:", style="dim"))
     fields = result["fields"]
     names = sorted(fields, key=lambda n: (_ORDER[fields[n]["source"]], n))
-    table = Table(show_lines=False, header_style="bold")
-    for col in ("field", "value", "source", "given / default", "changed by"):
-        table.add_column(col, overflow="fold")
+    # field and source whole on one line; value and "changed by" fold within what is left, so
+    # a 120-column terminal is enough (no box edges, one cell of padding)
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    table.add_column("field", no_wrap=True, overflow="fold")
+    table.add_column("value", overflow="fold", max_width=22)
+    table.add_column("source", no_wrap=True)
+    table.add_column("changed by", overflow="fold", ratio=1, min_width=34)
     hidden = 0
+    rows = []
     for name in names:
         f = fields[name]
         if f["source"] == "default" and not show_all:
@@ -135,20 +155,37 @@ def _print_table(result: dict, show_all: bool = False) -> None:
         style = _SOURCE_STYLE[f["source"]]
         given = f"given {_short(f['given'], 30)}" if f["source"] in ("cli", "config", "overridden") or f["given"] is not None \
             else f"default {_short(f['default'], 30)}"
+        value = Text(_short(f["value"]))
+        value.append("\n" + given, style="dim")
         changers = []
         for w in f["writes"]:
             if w["old"] == w["new"]:
                 continue
-            who = f"{w['function']} {w['file']}:{w['line']}"
-            if w["declared_as"] and w["declared_as"] != w["function"]:
+            who = w["function"]
+            if w["declared_as"] and w["declared_as"].lstrip("_") != w["function"].lstrip("_"):
                 who += f" (declared as {w['declared_as']})"
-            changers.append(who)
+            changers.append(f"{who}\n  {_short_path(w['file'])}:{w['line']}")
             why = reason_for(result, w)
             if why and f["source"] == "overridden":
                 changers.append(f"  ↳ {why['level']}: {why['message']}")
-        table.add_row(Text(name, style="bold red" if f["source"] == "overridden" else ""),
-                      _short(f["value"]), Text(f["source"], style=style), given, "\n".join(changers))
-    console.print(table)
+        rows.append((name, f, value, style, changers))
+    if console.width >= LIST_BELOW:
+        for name, f, value, style, changers in rows:
+            table.add_row(Text(name, style="bold red" if f["source"] == "overridden" else ""),
+                          value, Text(f["source"], style=style), "\n".join(changers))
+        console.print(table)
+    else:
+        # too narrow for four columns: one field per line, what changed it indented under it
+        for name, f, value, style, changers in rows:
+            line = Text(name, style="bold red" if f["source"] == "overridden" else "bold")
+            line.append(" = ")
+            line.append(_short(f["value"]))
+            line.append("  ")
+            line.append(f["source"], style=style)
+            line.append("  " + value.plain.split("\n", 1)[1], style="dim")
+            console.print(line)
+            for c in changers:
+                console.print(Text("    " + c.replace("\n  ", "  "), style="dim"))
     if hidden:
         console.print(Text(f"{hidden} fields at their defaults (--all lists them)", style="dim"))
     for m in result["messages"]:
