@@ -23,19 +23,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
+from mambaconsole.sglang import events as E
 from mambaconsole.sglang.run_fold import Failure, RunFold, failure_is_final as fold_failure_is_final
 from mambaconsole.sglang.run_fold import failure_line, failure_line_of, failure_outcome
 from mambaconsole.sglang.oom_site import oom_site
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
+from mambaconsole.slices.gpu import GPU_HISTORY, GPU_STALE_S, GpuSlice  # noqa: F401 - re-exported
+from mambaconsole.slices.link import LinkSlice
 from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration formatter, re-exported
 
 #: lines kept in memory for the log pane, whatever the log size
 LOG_KEEP = 5000
-#: GPU used-memory samples kept per GPU for the history sparkline
-GPU_HISTORY = 120
-#: a GPU reading older than this many seconds (console clock), or than 2.5 sample intervals
-#: when those are longer, is shown with its age (:meth:`ConsoleState.gpu_stale_age`)
-GPU_STALE_S = 5.0
 #: speculative points kept (one per decode batch line)
 SPEC_KEEP = 600
 #: a live server's log that has not grown for this many seconds is flagged "log silent"
@@ -421,23 +419,29 @@ class SpecBuffer(TupleBuffer):
     _make = SpecPoint._make
 
 
-_EVENTS: Any = None
+_UNSEEN = object()  # a log event type whose handler is not looked up yet
 
 
-def _events() -> Any:
-    """:mod:`mambaconsole.sglang.events`, imported on first use (not per event)."""
-    global _EVENTS
-    from mambaconsole.sglang import events
+@dataclass(frozen=True)
+class Slices:
+    """:class:`ConsoleState`'s slices, one per data source (:mod:`mambaconsole.slices`)."""
 
-    _EVENTS = events
-    return events
+    link: LinkSlice
+    gpu: GpuSlice
 
 
-def _log_parser() -> Any:
-    """A stateful SGLang log parser (:class:`mambaconsole.sglang.events.LogParser`)."""
-    from mambaconsole.sglang.events import LogParser
+def _forward(slice_name: str, field_name: str) -> property:
+    """A :class:`ConsoleState` property that reads and writes ``field_name`` of the slice kept
+    in its ``_<slice_name>`` attribute (the panes' long-standing selectors)."""
+    attr = "_" + slice_name
 
-    return LogParser()
+    def get(self: Any) -> Any:
+        return getattr(getattr(self, attr), field_name)
+
+    def put(self: Any, value: Any) -> None:
+        setattr(getattr(self, attr), field_name, value)
+
+    return property(get, put, doc=f"``state.slices.{slice_name}.{field_name}``")
 
 
 class ConsoleState:
@@ -449,17 +453,14 @@ class ConsoleState:
         self.log_silent_s = log_silent_s
         self._runs_t: float | None = None  # when the run list was last read (console clock)
         self._line_t: float | None = None  # when the current run's log last gave a line
-        self.host = host
-        self.sglang_version: str | None = None
-        self.simulated = False
-        self.python: str | None = None
-        self.no_sglang = False  # the node's python (``python``) cannot import sglang
-        # connection
-        self.connected = True
-        self.lost_since: float | None = None
-        self.connection_detail = ""
-        self.reconnect_attempts = 0
-        self.retry_at: float | None = None
+        link = LinkSlice(host, clock)
+        gpu = GpuSlice(clock, lambda: self.run, link.note_simulated)
+        #: the slices, one per data source (:mod:`mambaconsole.slices`)
+        self.slices = Slices(link=link, gpu=gpu)
+        self._link, self._gpu = link, gpu
+        #: SLICES / LOG_EVENTS slice names -> the objects their handlers are called with
+        self._slice_of: dict[str, Any] = {"link": link, "gpu": gpu, "state": self}
+        self._log_view: dict[type, Callable[[Any], set[str]] | None] = {}  # LOG_EVENTS, bound
         self.notice: str | None = None  # one line for the header (the run changed under us, ...)
         #: this user's servers the run store left alone (RunsListed.not_adopted): the header names them
         self.not_adopted: tuple[dict, ...] = ()
@@ -485,14 +486,6 @@ class ConsoleState:
         self.latency: Any = None  # sglang.latency.Latency of the last /metrics poll
         self.last_batch: Any = None  # the last decode batch line (sglang.events.DecodeBatch)
         self.batch_t: float | None = None  # when it arrived (console clock)
-        # gpu
-        self.gpu: GpuSnapshot | None = None
-        self.gpu_interval_s = 2.0  # seconds between the GPU stream's samples (the app's poll_s)
-        self.gpu_history: dict[int, deque[float]] = {}
-        #: run id -> the highest used memory of one GPU (MiB) seen while that run was current
-        #: and alive (see RunInfo.peak_mem_mib)
-        self.gpu_peak_mib: dict[str, float] = {}
-        self.budget_gb: dict[str, float] = {}
         # args
         self.resolution: dict | None = None
         self.rows: list[ArgRow] = []
@@ -520,13 +513,11 @@ class ConsoleState:
         # the next byte of the current run's log SGLang knowledge has not folded in yet: folding
         # is once per (run, byte offset), whatever log the pane re-reads (the run picker)
         self._understood = 0
-        self._budget_rank: str | None = None
         self.dumped_args: dict | None = None
         #: runtime values SGLang logged after resolution (the ready summary, the Mamba cap)
         self.runtime_caps: dict[str, Any] = {}
         #: the log event each runtime cap was read from (its line: ``v``'s explanation)
         self.runtime_cap_events: dict[str, Any] = {}
-        self.started_up = False
         # Mamba slot capacity (sglang.capacity): the last decode lines, the pool size the
         # ``Mamba Cache is allocated`` line printed, the slots per request of the cap warning
         self.recent_batches: deque[Any] = deque(maxlen=RECENT_BATCHES)
@@ -536,12 +527,29 @@ class ConsoleState:
     @property
     def _parser(self) -> Any:
         if self._parser_obj is None:
-            self._parser_obj = _log_parser()
+            self._parser_obj = E.LogParser()  # stateful: joins tracebacks, wrapped lines
         return self._parser_obj
 
     @_parser.setter
     def _parser(self, value: Any) -> None:
         self._parser_obj = value
+
+    # --------------------------------------------------------------- slices' fields
+    host = _forward("link", "host")
+    sglang_version = _forward("link", "sglang_version")
+    simulated = _forward("link", "simulated")
+    python = _forward("link", "python")
+    no_sglang = _forward("link", "no_sglang")
+    connected = _forward("link", "connected")
+    lost_since = _forward("link", "lost_since")
+    connection_detail = _forward("link", "connection_detail")
+    reconnect_attempts = _forward("link", "reconnect_attempts")
+    retry_at = _forward("link", "retry_at")
+    gpu = _forward("gpu", "snapshot")
+    gpu_interval_s = _forward("gpu", "interval_s")
+    gpu_history = _forward("gpu", "history")
+    gpu_peak_mib = _forward("gpu", "peak_mib")
+    budget_gb = _forward("gpu", "budget_gb")
 
     # --------------------------------------------------------------- derived
     @property
@@ -621,7 +629,7 @@ class ConsoleState:
         b = self.fold.last
         errs = list(b.request_errors)
         f = b.failure
-        if f is not None and isinstance(f.event, _events().Traceback) and self._failure() is None:
+        if f is not None and isinstance(f.event, E.Traceback) and self._failure() is None:
             errs.append(f.event)  # a traceback while the process lives: not (yet) what ended it
         elif self._failure() is not None and b.pending_error is not None and b.pending_error in errs:
             errs.remove(b.pending_error)
@@ -656,7 +664,7 @@ class ConsoleState:
         """Where the OOM that ended the run was allocating (:class:`mambaconsole.sglang.oom_site.OomSite`),
         when its traceback shows a known SGLang allocation; else None."""
         f = self._failure()
-        if f is None or not self.oom_seen or not isinstance(f.event, _events().Traceback):
+        if f is None or not self.oom_seen or not isinstance(f.event, E.Traceback):
             return None
         return oom_site(f.event.frames)
 
@@ -688,23 +696,16 @@ class ConsoleState:
         return f"OOM allocating {site.name}{size} ({site.short}) · sized by {sized}"
 
     def gpu_age(self) -> float | None:
-        """Seconds since the shown GPU reading arrived (console clock); None before the first
-        or when its arrival time is not known."""
-        if self.gpu is None or self.gpu.t is None:
-            return None
-        return max(0.0, self.clock() - self.gpu.t)
+        """:meth:`GpuSlice.age <mambaconsole.slices.gpu.GpuSlice.age>`."""
+        return self._gpu.age()
 
     def gpu_stale_age(self) -> float | None:
-        """The GPU reading's age (seconds) once it is older than GPU_STALE_S and 2.5 sample
-        intervals (``gpu_interval_s``, the stream's, set by the app): the node sent no newer
-        one (link down, a slow node, the agent restarting); None while it is fresh."""
-        age = self.gpu_age()
-        return age if age is not None and age > max(GPU_STALE_S, 2.5 * self.gpu_interval_s) else None
+        """:meth:`GpuSlice.stale_age <mambaconsole.slices.gpu.GpuSlice.stale_age>`."""
+        return self._gpu.stale_age()
 
     def lost_for(self) -> float | None:
-        if self.connected or self.lost_since is None:
-            return None
-        return max(0.0, self.clock() - self.lost_since)
+        """:meth:`LinkSlice.lost_for <mambaconsole.slices.link.LinkSlice.lost_for>`."""
+        return self._link.lost_for()
 
     def uptime(self) -> float | None:
         r = self.run
@@ -751,30 +752,16 @@ class ConsoleState:
     # --------------------------------------------------------------- apply
     def apply(self, ev: Any) -> set[str]:
         """Fold one event in; return the panes to refresh. The event's type picks its data
-        source's handler (:data:`SLICES`)."""
+        source's handler (:data:`SLICES`), called with that slice."""
         entry = SLICES.get(type(ev))
         if entry is None:
             raise TypeError(f"ConsoleState cannot apply {type(ev).__name__}")
-        return entry[1](self, ev) | {"header"}
+        name, handler = entry
+        return handler(self._slice_of[name], ev) | {"header"}
 
-    def _on_NodeFacts(self, ev: NodeFacts) -> set[str]:
-        # the facts probe found no importable sglang for the node's python (not the simulated
-        # node): the console can watch, but launch / relaunch / pre-flight need SGLang's python
-        self.no_sglang = bool(ev.python) and not ev.simulated and not self.simulated and ev.sglang_version is None
-        self.host = ev.host
-        self.sglang_version = ev.sglang_version or self.sglang_version
-        self.simulated = ev.simulated or self.simulated
-        self.python = ev.python or self.python
-        return set()
-
-    def _on_Connection(self, ev: Connection) -> set[str]:
-        if ev.up:
-            self.connected, self.lost_since = True, None
-        elif self.connected:
-            self.connected, self.lost_since = False, ev.since
-        self.connection_detail = ev.detail
-        self.reconnect_attempts, self.retry_at = ev.attempts, ev.retry_at
-        return set()
+    def peak_mib(self, run: RunInfo) -> float | None:
+        """:meth:`GpuSlice.peak_of <mambaconsole.slices.gpu.GpuSlice.peak_of>`."""
+        return self._gpu.peak_of(run)
 
     def _on_Phase(self, ev: Phase) -> set[str]:
         self.phase = ev if ev.text else None
@@ -814,14 +801,12 @@ class ConsoleState:
         self.spec_enabled = None
         self.collapsed = False
         self._low_run = 0
-        self.budget_gb = {}
-        self._budget_rank = None
+        self._gpu.new_run()
         self._parser = None  # a fresh one on the new run's first line
         self._understood = 0
         self.dumped_args = None
         self.runtime_caps = {}
         self.runtime_cap_events = {}
-        self.started_up = False
         self.server_info = None
         self.metrics = {}
         self.metric_totals = {}
@@ -1039,17 +1024,7 @@ class ConsoleState:
             changed |= self._on_sglang(e)
         return changed | ({"header"} if changed else set())
 
-    def _rank_ok(self, rank: str | None) -> bool:
-        """Memory lines are per rank: the budget shows one rank (the main process, or the first
-        rank seen), never a mix."""
-        if rank is None:
-            return True
-        if self._budget_rank is None:
-            self._budget_rank = rank
-        return rank == self._budget_rank
-
     def _on_sglang(self, e: Any) -> set[str]:
-        ev = _EVENTS or _events()
         fold = self.fold
         boots = fold.boots
         n = len(boots)
@@ -1064,15 +1039,33 @@ class ConsoleState:
         if b.serving and not self.ready_seen:
             self.ready_seen = True  # SGLang's ready line, batches served, or startup complete + a 200
             self.ready_at = self._when(e)
-        return changed | self._on_sglang_view(e, ev)
+        return changed | self._on_sglang_view(e)
 
-    def _on_sglang_view(self, e: Any, ev: Any) -> set[str]:
+    def _on_sglang_view(self, e: Any) -> set[str]:
         """What the panes show of one event beyond the fold's claims (budget, spec, args):
-        dispatched by the event's type (:func:`_view_handler`), no chain of isinstance tests."""
-        handler = _VIEW_BY_TYPE.get(type(e), _view_handler)
-        if handler is _view_handler:  # a type not seen yet
-            handler = _view_handler(type(e), ev)
-        return handler(self, e) if handler is not None else set()
+        dispatched by the event's type (:data:`LOG_EVENTS`), no chain of isinstance tests."""
+        handler = self._log_view.get(type(e), _UNSEEN)
+        if handler is _UNSEEN:
+            handler = self._log_handler(type(e))
+        return handler(e) if handler is not None else set()
+
+    def _log_handler(self, cls: type) -> Callable[[Any], set[str]] | None:
+        """The handler of log event type ``cls`` bound to this state's slices (its entry in
+        :data:`LOG_EVENTS`, found along its base classes), kept for the next event of it."""
+        entry = next((LOG_EVENTS[k] for k in cls.__mro__ if k in LOG_EVENTS), None)
+        bound = [h.__get__(self._slice_of[name]) for name, h in entry] if entry else []
+        if not bound:
+            handler = None
+        elif len(bound) == 1:
+            handler = bound[0]
+        else:
+            def handler(e: Any, _hs: tuple = tuple(bound)) -> set[str]:
+                out: set[str] = set()
+                for h in _hs:
+                    out |= h(e)
+                return out
+        self._log_view[cls] = handler
+        return handler
 
     def _view_decode(self, e: Any) -> set[str]:
         t = self._when(e)
@@ -1091,38 +1084,9 @@ class ConsoleState:
         self.collapsed = self._low_run >= COLLAPSE_RUN
         return {"spec"}
 
-    def _view_weights(self, e: Any) -> set[str]:
-        self.started_up = True  # past argument handling: a later failure is not an argument error
-        if e.mem_usage_gb is not None and self._rank_ok(e.rank):
-            self.budget_gb["weights"] = e.mem_usage_gb
-            return {"gpu"}
-        return set()
-
-    def _view_mamba(self, e: Any) -> set[str]:
-        self.started_up = True
-        if e.complete and self._rank_ok(e.rank):
-            self.mamba_pool_slots = e.max_mamba_cache_size
-            for key, v in (("mamba conv", e.conv_gb), ("mamba ssm", e.ssm_gb), ("mamba spec", e.intermediate_gb)):
-                if v:
-                    self.budget_gb[key] = self.budget_gb.get(key, 0.0) + v
-            return {"gpu"}
-        return set()
-
-    def _view_kv(self, e: Any) -> set[str]:
-        self.started_up = True
-        if not e.upper_bound and e.total_gb and self._rank_ok(e.rank):
-            self.budget_gb["kv"] = self.budget_gb.get("kv", 0.0) + e.total_gb
-            return {"gpu"}
-        return set()
-
-    def _view_graphs(self, e: Any) -> set[str]:
-        if e.mem_usage_gb and self._rank_ok(e.rank):
-            self.budget_gb["graphs"] = self.budget_gb.get("graphs", 0.0) + e.mem_usage_gb
-            return {"gpu"}
-        return set()
-
-    def _view_started(self, e: Any) -> set[str]:
-        self.started_up = True
+    def _view_mamba_pool(self, e: Any) -> set[str]:
+        if e.complete and self._gpu.budget_rank_ok(e.rank):
+            self.mamba_pool_slots = e.max_mamba_cache_size  # the budget's rank's pool
         return set()
 
     def _view_ready(self, e: Any) -> set[str]:
@@ -1146,7 +1110,6 @@ class ConsoleState:
         return {"args"}
 
     def _view_ready_summary(self, e: Any) -> set[str]:
-        self.started_up = True
         if e.max_running_requests is None:
             return set()
         if "max_running_requests" not in self.runtime_caps:
@@ -1155,42 +1118,15 @@ class ConsoleState:
         self._compare_live()
         return {"args"}
 
-    def _view_traceback(self, e: Any) -> set[str]:
-        return {"gpu"} if e.oom else set()  # the GPU pane shows an OOM's numbers once it ended the run
-
     def _new_boot(self) -> None:
         """A new boot in the same log (a ``server_args=`` dump after an earlier one, or after a
         traceback): what the earlier boot said (its crash, readiness, budget, caps) is void."""
         self.ready_seen, self.ready_at = False, None
-        self.budget_gb, self._budget_rank = {}, None
+        self._gpu.new_boot()
         self.runtime_caps = {}
-        self.started_up = False
         self.recent_batches.clear()
         self.mamba_pool_slots = self.mamba_slots_per_request = None
         self._low_run, self.collapsed = 0, False
-
-    def _on_GpuSnapshot(self, ev: GpuSnapshot) -> set[str]:
-        """Every sample goes into the history and the current run's peak; the pane is redrawn
-        only when the readings or processes differ from the previous sample."""
-        prev, self.gpu = self.gpu, ev
-        if ev.simulated:
-            self.simulated = True
-        for g in ev.gpus:
-            self.gpu_history.setdefault(g.index, deque(maxlen=GPU_HISTORY)).append(g.used_mib)
-        r = self.run
-        top = ev.max_used_mib()
-        # a reading of 0 MiB (a run sampled before it allocated anything) is no peak: "-", not 0.0 GiB
-        if r is not None and top and r.state in ("starting", "running", "ready", "adopted"):
-            if top > self.gpu_peak_mib.get(r.run_id, -1.0):
-                self.gpu_peak_mib[r.run_id] = top
-        return {"gpu"} if ev != prev else set()
-
-    def peak_mib(self, run: RunInfo) -> float | None:
-        """``run``'s peak GPU memory (MiB): the larger of what its record holds and what this
-        console saw."""
-        seen = self.gpu_peak_mib.get(run.run_id)
-        vals = [v for v in (run.peak_mem_mib, seen) if v is not None]
-        return max(vals) if vals else None
 
     def _on_ServerInfo(self, ev: ServerInfo) -> set[str]:
         if ev.data is None:
@@ -1200,9 +1136,7 @@ class ConsoleState:
         if ev.data == self.server_info and self.server_info_error is None:
             return set()  # the same answer again: nothing to redraw
         self.server_info, self.server_info_error = ev.data, None
-        v = ev.data.get("version")
-        if isinstance(v, str):
-            self.sglang_version = v
+        self._link.note_version(ev.data.get("version"))
         self._compare_live()
         if self.spec_enabled is None and "speculative_algorithm" in ev.data:
             self.spec_enabled = bool(ev.data.get("speculative_algorithm"))
@@ -1338,41 +1272,35 @@ def _norm(v: Any) -> Any:
     return v
 
 
-#: every event type the state folds in, with its data source (the slice of the state it
-#: writes: ``link`` the connection and node facts, ``runs`` the node's run history and the
-#: relaunch phase, ``log`` the current run's log and what the run fold reads from it, ``gpu``
-#: the GPU readings, ``server`` the live server's HTTP answers, ``args`` the resolved
-#: ServerArgs) and its handler; one explicit table instead of handler names built from strings
-#: event type -> the ConsoleState method showing it (None: nothing to show); filled by
-#: _view_handler on each type's first event
-_VIEW_BY_TYPE: dict[type, Callable[[ConsoleState, Any], set[str]] | None] = {}
+#: every event type the state folds in -> (its data source, the handler that folds it in):
+#: the handler is called with that slice of the state (``link`` the connection and node facts,
+#: ``gpu`` the GPU readings; ``state``: the rest, still on :class:`ConsoleState` itself: the
+#: node's run history and the relaunch phase, the current run's log, the live server's HTTP
+#: answers, the resolved ServerArgs) and returns the panes to redraw
+SLICES: dict[type, tuple[str, Callable[[Any, Any], set[str]]]] = {
+    Connection: ("link", LinkSlice.on_connection),
+    NodeFacts: ("link", LinkSlice.on_node_facts),
+    RunsListed: ("state", ConsoleState._on_RunsListed),
+    Phase: ("state", ConsoleState._on_Phase),
+    LogLines: ("state", ConsoleState._on_LogLines),
+    GpuSnapshot: ("gpu", GpuSlice.on_snapshot),
+    ServerInfo: ("state", ConsoleState._on_ServerInfo),
+    MetricsSnapshot: ("state", ConsoleState._on_MetricsSnapshot),
+    Resolution: ("state", ConsoleState._on_Resolution),
+}
 
-
-def _view_handler(cls: type, ev: Any) -> Callable[[ConsoleState, Any], set[str]] | None:
-    """The view handler of SGLang event type ``cls`` (``ev``: :mod:`mambaconsole.sglang.events`),
-    found along its base classes once, then kept in :data:`_VIEW_BY_TYPE`."""
-    table = {
-        ev.DecodeBatch: ConsoleState._view_decode, ev.WeightsLoaded: ConsoleState._view_weights,
-        ev.MambaCacheAllocated: ConsoleState._view_mamba, ev.KVCacheAllocated: ConsoleState._view_kv,
-        ev.GraphCaptureEnd: ConsoleState._view_graphs, ev.ReadySummary: ConsoleState._view_ready_summary,
-        ev.HttpServerUp: ConsoleState._view_started, ev.WeightsLoadBegin: ConsoleState._view_started,
-        ev.DistributedInit: ConsoleState._view_started, ev.ServerReady: ConsoleState._view_ready,
-        ev.ServerArgsDump: ConsoleState._view_args, ev.ConcurrencyCapped: ConsoleState._view_capped,
-        ev.Traceback: ConsoleState._view_traceback,
-    }
-    handler = next((table[k] for k in cls.__mro__ if k in table), None)
-    _VIEW_BY_TYPE[cls] = handler
-    return handler
-
-
-SLICES: dict[type, tuple[str, Callable[[ConsoleState, Any], set[str]]]] = {
-    Connection: ("link", ConsoleState._on_Connection),
-    NodeFacts: ("link", ConsoleState._on_NodeFacts),
-    RunsListed: ("runs", ConsoleState._on_RunsListed),
-    Phase: ("runs", ConsoleState._on_Phase),
-    LogLines: ("log", ConsoleState._on_LogLines),
-    GpuSnapshot: ("gpu", ConsoleState._on_GpuSnapshot),
-    ServerInfo: ("server", ConsoleState._on_ServerInfo),
-    MetricsSnapshot: ("server", ConsoleState._on_MetricsSnapshot),
-    Resolution: ("args", ConsoleState._on_Resolution),
+#: what the panes show of each event the run's log gives (:mod:`mambaconsole.sglang.events`)
+#: beyond the run fold's claims: event type -> its handlers as (slice, handler), in order; a
+#: subclass takes its base's entry (:meth:`ConsoleState._log_handler`)
+LOG_EVENTS: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]] = {
+    E.DecodeBatch: (("state", ConsoleState._view_decode),),
+    E.WeightsLoaded: (("gpu", GpuSlice.on_weights),),
+    E.MambaCacheAllocated: (("gpu", GpuSlice.on_mamba), ("state", ConsoleState._view_mamba_pool)),
+    E.KVCacheAllocated: (("gpu", GpuSlice.on_kv),),
+    E.GraphCaptureEnd: (("gpu", GpuSlice.on_graphs),),
+    E.ReadySummary: (("state", ConsoleState._view_ready_summary),),
+    E.ServerReady: (("state", ConsoleState._view_ready),),
+    E.ServerArgsDump: (("state", ConsoleState._view_args),),
+    E.ConcurrencyCapped: (("state", ConsoleState._view_capped),),
+    E.Traceback: (("gpu", GpuSlice.on_traceback),),
 }

@@ -1,0 +1,212 @@
+"""``ConsoleState``'s slices (``mambaconsole.slices``), one by one, and the rule that the panes
+read selectors: no module under ``ui/`` or ``commands/`` reads a private attribute of the state
+or of a slice. Log lines are written in SGLang's printed formats (shared/reference
+sglang-observables.md §2, the rank tag as 0.5.x prints it); expected values are worked out here
+from the lines and events given, not read off the code."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from mambaconsole.sglang.events import LogParser
+from mambaconsole.slices.gpu import GPU_HISTORY, GpuSlice
+from mambaconsole.slices.link import LinkSlice
+from mambaconsole.state import (
+    LOG_EVENTS, SLICES, Connection, ConsoleState, GpuReading, GpuSnapshot, NodeFacts, RunInfo, RunsListed,
+)
+
+PKG = Path(__file__).resolve().parents[1] / "tui" / "mambaconsole"
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def snap(*used: float, t: float = 0.0, simulated: bool = False) -> GpuSnapshot:
+    return GpuSnapshot(tuple(GpuReading(i, "H100", u, 81559.0, t=t) for i, u in enumerate(used)), t=t,
+                       simulated=simulated)
+
+
+def events(*lines: str) -> list:
+    p = LogParser()
+    out = p.feed_many(list(lines))
+    return out + p.flush()
+
+
+# ----------------------------------------------------------------------------- link
+
+
+def test_link_keeps_when_it_was_lost_across_failed_reconnects():
+    clock = Clock(130.0)
+    link = LinkSlice("gpu-node", clock)
+    assert link.on_connection(Connection(False, 100.0, "reset by peer")) == set()
+    link.on_connection(Connection(False, 112.0, "refused", attempts=2, retry_at=140.0))
+    assert (link.connected, link.lost_since, link.reconnect_attempts, link.retry_at) == (False, 100.0, 2, 140.0)
+    assert link.lost_for() == 30.0  # 130 - 100: since the first loss, not the last attempt
+    link.on_connection(Connection(True, 131.0))
+    assert link.connected and link.lost_since is None and link.lost_for() is None
+
+
+def test_link_node_without_sglang_and_the_servers_own_version():
+    link = LinkSlice("", Clock())
+    link.on_node_facts(NodeFacts("gpu-node", None, python="/opt/venv/bin/python"))
+    assert link.no_sglang and link.host == "gpu-node" and link.python == "/opt/venv/bin/python"
+    link.note_version(["0.5.23"])  # not a version string: nothing learned
+    assert link.sglang_version is None
+    link.note_version("0.5.23")
+    assert link.sglang_version == "0.5.23"
+    # a later probe that names no python keeps the one known; the simulated node has no sglang to miss
+    link.on_node_facts(NodeFacts("gpu-node", None, simulated=True))
+    assert link.python == "/opt/venv/bin/python" and link.simulated and not link.no_sglang
+
+
+# ----------------------------------------------------------------------------- gpu
+
+
+def _gpu(run: RunInfo | None, clock: Clock | None = None) -> tuple[GpuSlice, list[int]]:
+    flagged: list[int] = []
+    return GpuSlice(clock or Clock(), lambda: run, lambda: flagged.append(1)), flagged
+
+
+def test_gpu_history_is_bounded_per_gpu_and_a_same_reading_redraws_nothing():
+    g, flagged = _gpu(None)
+    for i in range(GPU_HISTORY + 10):
+        g.on_snapshot(snap(float(i), 7.0, t=float(i)))
+    assert [len(g.history[0]), len(g.history[1])] == [GPU_HISTORY, GPU_HISTORY]
+    assert g.history[0][0] == 10.0 and g.history[0][-1] == GPU_HISTORY + 9.0  # the oldest 10 let go
+    assert g.on_snapshot(snap(GPU_HISTORY + 9.0, 7.0, t=9999.0)) == set()  # only its time differs
+    assert g.on_snapshot(snap(1.0, 7.0)) == {"gpu"}
+    assert flagged == []
+    g.on_snapshot(snap(1.0, 7.0, simulated=True))
+    assert flagged == [1]
+
+
+def test_gpu_peak_counts_only_while_the_run_is_alive_and_never_zero():
+    run = RunInfo("r1", state="running", peak_mem_mib=30000.0)
+    g, _ = _gpu(run)
+    g.on_snapshot(snap(0.0))
+    assert g.peak_mib == {}  # 0 MiB: sampled before it allocated anything
+    g.on_snapshot(snap(20000.0, 52000.0))
+    g.on_snapshot(snap(41000.0, 10.0))
+    assert g.peak_mib == {"r1": 52000.0}  # the fullest GPU of the highest sample
+    assert g.peak_of(run) == 52000.0
+    assert g.peak_of(RunInfo("r0", peak_mem_mib=30000.0)) == 30000.0  # the record's own
+    ended, _ = _gpu(RunInfo("r2", state="exited", exit_code=0))
+    ended.on_snapshot(snap(70000.0))
+    assert ended.peak_mib == {}
+
+
+def test_gpu_reading_age_and_when_it_is_stale():
+    clock = Clock(100.0)
+    g, _ = _gpu(None, clock)
+    assert g.age() is None and g.stale_age() is None
+    g.on_snapshot(snap(1.0, t=100.0))
+    clock.t = 105.0
+    assert g.age() == 5.0 and g.stale_age() is None  # 5 s is not past max(5, 2.5 × 2)
+    clock.t = 106.0
+    assert g.stale_age() == 6.0
+    g.interval_s = 10.0  # a slow stream: stale past 2.5 intervals = 25 s
+    assert g.stale_age() is None
+    clock.t = 126.5
+    assert g.stale_age() == 26.5
+
+
+def test_gpu_budget_is_one_ranks_and_a_new_boot_forgets_it():
+    g, _ = _gpu(None)
+    tp = "[2026-02-27 17:10:{s} TP{r}] "
+    evs = events(
+        tp.format(s=27, r=1) + "Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, "
+                               "avail mem=19.08 GB, mem usage=3.70 GB.",
+        tp.format(s=27, r=0) + "Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, "
+                               "avail mem=19.08 GB, mem usage=3.76 GB.",
+        tp.format(s=28, r=0) + "KV Cache is allocated. #tokens: 580364, K size: 4.15 GB, V size: 4.15 GB",
+        tp.format(s=28, r=1) + "KV Cache is allocated. #tokens: 580364, K size: 4.00 GB, V size: 4.00 GB",
+    )
+    handlers = {"WeightsLoaded": g.on_weights, "KVCacheAllocated": g.on_kv}
+    for e in evs:
+        if type(e).__name__ in handlers:
+            handlers[type(e).__name__](e)
+    # TP1 spoke first: its numbers, never TP0's mixed in (3.70 weights, 4.00 + 4.00 KV)
+    assert g.budget_gb == {"weights": 3.70, "kv": 8.00}
+    g.new_boot()
+    assert g.budget_gb == {}
+    g.on_weights(next(e for e in evs if type(e).__name__ == "WeightsLoaded" and e.rank == "TP0"))
+    assert g.budget_gb == {"weights": 3.76}  # the new boot may be led by another rank
+
+
+# ----------------------------------------------------------------------------- the facade
+
+
+def test_every_event_goes_to_its_slice_and_the_facade_reads_the_slice():
+    st = ConsoleState("h", clock=Clock(50.0))
+    for cls, (name, handler) in list(SLICES.items()) + [(k, v) for k, vs in LOG_EVENTS.items() for v in vs]:
+        owner = st._slice_of[name]
+        assert getattr(type(owner), handler.__name__) is handler, (cls, name, handler)
+    st.apply(Connection(False, 20.0))
+    assert st.slices.link.connected is False and st.lost_for() == 30.0 and st.status == "connection lost"
+    st.apply(RunsListed((RunInfo("r1", state="running"),), "r1"))
+    st.apply(snap(1234.0))
+    assert st.gpu is st.slices.gpu.snapshot and st.gpu_peak_mib == {"r1": 1234.0}
+    st.gpu = None  # the panes' tests set fields through the facade
+    assert st.slices.gpu.snapshot is None
+
+
+# ----------------------------------------------------------------------------- selectors only
+
+#: modules that show the state: they read its selectors (public fields, properties, methods)
+READERS = ("ui", "commands")
+
+
+def _private_names() -> set[str]:
+    """Private attribute names of ConsoleState and of every slice (class and instance)."""
+    st = ConsoleState("h")
+    objs = [st, *vars(st.slices).values()]
+    names = set()
+    for o in objs:
+        for n in list(vars(o)) + [n for c in type(o).__mro__ for n in vars(c)]:
+            if n.startswith("_") and not n.startswith("__"):
+                names.add(n)
+    return names
+
+
+def private_reads(source: str, names: set[str]) -> list[str]:
+    """``x._name`` reads in ``source`` where ``_name`` is one of ``names`` and ``x`` is not
+    ``self``/``cls``, plus any ``…state._x`` / ``….slices.y._x``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        v = node.value
+        if isinstance(v, ast.Name) and v.id in ("self", "cls"):
+            continue
+        tail = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else ""
+        via_slices = isinstance(v, ast.Attribute) and isinstance(v.value, ast.Attribute) and v.value.attr == "slices"
+        if node.attr in names or tail.lower().endswith("state") or via_slices:
+            out.append(f"{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_the_check_finds_private_reads():
+    names = _private_names()
+    assert {"_parser", "_gpu", "_slice_of", "_budget_rank", "_understood"} <= names
+    src = ("def f(app, st, pane):\n"
+           "    a = app.state._understood\n"
+           "    b = st._parser\n"
+           "    c = app.state.slices.gpu._budget_rank\n"
+           "    d = pane._state.run\n"
+           "    e = self._parser\n")
+    assert [r.split(":")[0] for r in private_reads(src, names)] == ["2", "3", "4"]
+
+
+def test_panes_read_selectors_not_private_fields():
+    names = _private_names()
+    found = []
+    for sub in READERS:
+        for path in sorted((PKG / sub).rglob("*.py")):
+            found += [f"{path.relative_to(PKG)}:{r}" for r in private_reads(path.read_text(), names)]
+    assert found == []
