@@ -259,8 +259,6 @@ def test_the_notes_counts_add_up_to_the_rows_shown():
     """Under the `changed` filter a row that SGLang left alone is shown when it differs from the
     live server or sized the OOM: the note's partition counts it (given / default), so the
     numbers add up to the rows shown instead of "1 overridden · 7 derived" of 9."""
-    import re
-
     from mambaconsole.ui.args_pane import shown_counts, visible_rows
 
     rows = [ArgRow(f"d{i}", f"--d{i}", i, None, "derived") for i in range(7)]
