@@ -223,7 +223,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen #ed-title { height: 1; padding: 0 1; background: $panel; }
     EditorScreen #ed-form { height: 1fr; }
     EditorScreen .row { height: auto; margin: 0 1; }
-    EditorScreen .row Label { width: 40; }
+    EditorScreen .row Label { width: LABEL_MAX; }
     EditorScreen .row Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
     EditorScreen .row Input:focus { background: $primary 30%; }
     EditorScreen .row Input.-invalid, EditorScreen .row Input.-invalid:focus { background: $error 30%; border: none; }
@@ -241,7 +241,7 @@ class EditorScreen(ModalScreen[list[str] | None]):
     EditorScreen #ed-verdict { height: auto; max-height: 10; padding: 0 1; border-top: solid $panel-lighten-2; }
     EditorScreen #ed-buttons { height: 3; padding: 0 1; }
     EditorScreen #ed-buttons Button { margin-right: 2; }
-    """
+    """.replace("LABEL_MAX", str(LABEL_MAX))
 
     def __init__(self, feed, argv: list[str], params: list[dict] | None = None,
                  run_env: tuple[dict[str, str], str | None] | None = None) -> None:
