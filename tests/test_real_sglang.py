@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.console import console_for, wait_until
-from fixtures.real_sglang import ALIAS, QNEXT_ARGS, Launched, _descendants
+from fixtures.real_sglang import ALIAS, QNEXT_ARGS, Launched, _descendants, real_node
 from mambaconsole.node import node_for
 
 pytestmark = [pytest.mark.real_sglang, pytest.mark.sshd, pytest.mark.timeout(1200)]
@@ -198,18 +198,20 @@ def test_sigkill_of_the_real_scheduler_is_a_crash(real_qwen3):
     assert rec["state"] == "exited"
 
 
-def test_a_real_refusal_is_an_argument_error(real_qwen3):
+def test_a_real_refusal_is_an_argument_error():
     """extra_buffer on CPU: SGLang 0.5.23 asserts platform support while resolving the arguments;
-    the run ends at once; inspect says argument error with SGLang's message and file:line."""
-    node, _ = real_qwen3
+    the run ends at once; inspect says argument error with SGLang's message and file:line.
+    On a node of its own: the module's Qwen3 server may still be live on the shared one (the
+    console starts one server per node), whatever order the tests run in."""
     args = [a for a in QNEXT_ARGS]
     i = args.index("--mamba-radix-cache-strategy")
     args[i + 1] = "extra_buffer"
-    run = node.launch("qwen3-next-tiny", args, wait=False)
-    run.wait_ended(300)
-    log = run.log_text()
+    with real_node() as node:
+        run = node.launch("qwen3-next-tiny", args, wait=False)
+        run.wait_ended(300)
+        log = run.log_text()
+        out = json.loads(node.cli("inspect", str(run.log_path), "--json").stdout)
     assert "extra_buffer requires platform support for Mamba cache state snapshots." in log, log[-3000:]
-    out = json.loads(node.cli("inspect", str(run.log_path), "--json").stdout)
     assert out["outcome"] == "arg_error", out
     text = json.dumps(out["failure"])
     assert "extra_buffer requires platform support" in text
