@@ -35,8 +35,12 @@ class SimHTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def make_handler(app) -> type[BaseHTTPRequestHandler]:
-    """A request handler bound to ``app`` (a :class:`mambaconsole.sim.server.SimServer`)."""
+def make_handler(app, follower: bool = False) -> type[BaseHTTPRequestHandler]:
+    """A request handler bound to ``app`` (a :class:`mambaconsole.sim.server.SimServer`);
+    ``follower``: a rank >= 1 of a run across nodes, whose stand-in server answers only
+    ``/ping``, ``/health`` and ``/health_generate``, always 200, and logs no access lines
+    (0.5.23 ``srt/utils/common.py:3624`` ``launch_dummy_health_check_server``, uvicorn at
+    ``log_level="warning"``)."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -46,13 +50,15 @@ def make_handler(app) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format, *args):  # noqa: A002 - stdlib signature
             pass
 
-        def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        def _send(self, status: int, body: bytes, ctype: str = "application/json", log: bool = True) -> None:
             self.send_response(status)
             self.send_header("content-type", ctype)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
+            if not log:
+                return
             phrase = HTTPStatus(status).phrase
             host, port = self.client_address[:2]
             app.access_log(f'INFO:     {host}:{port} - "{self.command} {self.path} HTTP/1.1" {status} {phrase}')
@@ -62,6 +68,12 @@ def make_handler(app) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self):  # noqa: N802 - stdlib name
             path = self.path.split("?", 1)[0]
+            if follower:
+                if path in ("/ping", "/health", "/health_generate"):
+                    self._send(200, b"", "text/plain", log=False)
+                else:
+                    self._send(404, b'{"detail":"Not Found"}', log=False)
+                return
             routes: dict[str, Callable[[], None]] = {
                 "/health": self._health,
                 "/health_generate": self._health,
@@ -111,9 +123,10 @@ def make_handler(app) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve_in_thread(app, host: str, port: int) -> SimHTTPServer:
-    """Bind ``host:port`` and serve ``app`` from a daemon thread; raises OSError if the bind fails."""
-    server = SimHTTPServer((host, port), make_handler(app))
+def serve_in_thread(app, host: str, port: int, follower: bool = False) -> SimHTTPServer:
+    """Bind ``host:port`` and serve ``app`` from a daemon thread (``follower``: see
+    :func:`make_handler`); raises OSError if the bind fails."""
+    server = SimHTTPServer((host, port), make_handler(app, follower))
     thread = threading.Thread(target=server.serve_forever, name="sim-http", daemon=True)
     thread.start()
     return server

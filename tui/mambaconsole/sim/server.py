@@ -34,6 +34,7 @@ from mambaconsole.sim import flags as simflags
 from mambaconsole.sim.frames import (
     GRAPH_CAPTURE_FAILED_MSG, graph_capture_frames, mamba_too_small_frames, not_enough_memory_frames, oom_frames,
 )
+from mambaconsole.sim.dist import DEFAULT_TIMEOUT_S, DistTimeout, Rendezvous, dist_frames
 from mambaconsole.sim.gpu import ENV_GPU_FILE, gpu_state, write_atomic
 from mambaconsole.sim.logs import LogWriter, decode_line, gb, prefill_line, render_traceback, torch_size
 from mambaconsole.sim.memory import CONTEXT_BYTES, MemoryPlan, plan_memory
@@ -124,6 +125,8 @@ class SimServer:
         self._lock = threading.Lock()
         self._latency_reg = None  # TTFT/ITL histograms, made with the first request (metrics_text)
         self._loads_reg = None  # /v1/loads duration histogram, made with the first /v1/loads call
+        self.rendezvous: Rendezvous | None = None  # this rank's group, with --nnodes > 1
+        self.hung = False  # a peer rank died: rank 0 waits in a collective for good
 
     # ---------------------------------------------------------------- helpers
     def sleep(self, seconds: float) -> None:
@@ -224,11 +227,25 @@ class SimServer:
         plan, r, model = self.plan, self.resolved, self.model
         total = self.gpu.total_bytes
         t0 = time.perf_counter()
+        try:
+            rdv = self._rendezvous()
+        except DistTimeout as exc:
+            self.truth["error"] = {"type": exc.exc_line.split(":", 1)[0], "message": exc.exc_line.split(": ", 1)[1]}
+            return self._scheduler_crash(render_traceback(dist_frames(self.version), exc.exc_line, self.site), "dist_error")
         if self.version == "0.5.11":
             self.log.log("Init torch distributed begin.")
         else:
             self.log.log("Init parallel begin.")
         self.sleep(PHASES["dist"])
+        if rdv is not None:
+            try:
+                if not rdv.join():
+                    raise _Stopped()
+            except DistTimeout as exc:
+                for line in exc.c10d_lines:
+                    self.log.raw(line)
+                self.truth["error"] = {"type": exc.exc_line.split(":", 1)[0], "message": exc.exc_line.split(": ", 1)[1]}
+                return self._scheduler_crash(render_traceback(dist_frames(self.version), exc.exc_line, self.site), "dist_timeout")
         self.used_bytes = CONTEXT_BYTES
         self.publish_gpu()
         if self.version == "0.5.11":
@@ -297,7 +314,60 @@ class SimServer:
             f"context_len={model.context_len}, available_gpu_mem={gb(free)} GB"
         )
         self.startup["available_gpu_mem"] = free
+        if rdv is not None and rdv.node_rank >= 1:
+            return self._follow(rdv)
         return self._serve()
+
+    # ---------------------------------------------------------------- multi-node
+    def _rendezvous(self) -> Rendezvous | None:
+        """This rank's :class:`~mambaconsole.sim.dist.Rendezvous` for ``--nnodes`` > 1 (rank 0
+        already listening at ``--dist-init-addr``), else None. Without ``--dist-init-addr`` the
+        rank waits at ``--host`` and the port after ``--port`` (SGLang would pick a local port of
+        its own: the nodes never meet either way)."""
+        f = self.resolved.fields
+        nnodes = int(f.get("nnodes") or 1)
+        if nnodes <= 1:
+            return None
+        addr = f.get("dist_init_addr") or f"{f.get('host') or '127.0.0.1'}:{int(f.get('port') or 30000) + 1}"
+        rdv = Rendezvous(nnodes=nnodes, node_rank=int(f.get("node_rank") or 0), addr=addr,
+                         timeout_s=float(f.get("dist_timeout") or DEFAULT_TIMEOUT_S), stop=self._stop)
+        self.rendezvous = rdv
+        try:
+            rdv.listen()
+        except OSError as exc:  # torch's TCPStore server cannot listen (its message, torch 2.13)
+            raise DistTimeout(
+                "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+                f"address. port: {rdv.port}, useIpv6: 0, code: -{exc.errno}, name: EADDRINUSE, message: "
+                f"{(exc.strerror or '').lower()}") from None
+        return rdv
+
+    def _follow(self, rdv: Rendezvous) -> int:
+        """A rank >= 1 after its start-up: no tokenizer, no API server; a stand-in ``/health``
+        at ``--host:--port`` (0.5.23 ``srt/entrypoints/engine.py:1234-1283``,
+        ``launch_dummy_health_check_server`` in ``srt/utils/common.py:3624``, which logs the
+        line below at :3684), then it blocks on its schedulers until stopped. Two ranks on one
+        machine with one ``--port`` collide there: uvicorn's bind error, as the real server's
+        stand-in thread would print it, and the rank runs on without ``/health``."""
+        from mambaconsole.sim.http import serve_in_thread
+
+        host, port = _bind_host(self.resolved["host"]), int(self.resolved["port"])
+        httpd = None
+        try:
+            httpd = serve_in_thread(self, host, port, follower=True)
+        except OSError as exc:
+            self.log.raw(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address ({host!r}, {port}): "
+                         f"{(exc.strerror or '').lower()}")
+            self.log.log(f"Dummy health check server stopped at {host}:{port}")
+        self.log.log(f"Dummy health check server started in background thread at {host}:{port}")
+        self.ready = True
+        self.truth["outcome"] = "follower"
+        self.write_truth()
+        try:
+            while True:  # blocks like its schedulers (a dead rank 0 leaves it hanging in a collective)
+                self.sleep(3600)
+        finally:
+            if httpd is not None:
+                httpd.shutdown()
 
     def _log_mamba(self, done: dict[str, int]) -> None:
         plan = self.plan
@@ -379,7 +449,7 @@ class SimServer:
     # ---------------------------------------------------------------- serving
     def _serve(self) -> int:
         r = self.resolved
-        host, port = r["host"], int(r["port"])
+        host, port = _bind_host(r["host"]), int(r["port"])
         from mambaconsole.sim.http import serve_in_thread
 
         try:
@@ -461,6 +531,11 @@ class SimServer:
                 for q in admitted:  # first token: the wait in the queue, then this prefill
                     self._observe("ttft", (tick - q[2]) * DECODE_INTERVAL + new_tokens / PREFILL_TOKENS_PER_S)
             self.sleep(DECODE_INTERVAL)
+            if self.rendezvous is not None and self.rendezvous.peer_gone.is_set():
+                # a peer rank died: with NCCL (GPUs) rank 0 hangs in its next collective until the
+                # watchdog's timeout (sgl-project/sglang#3099, #12450): no more batches, /health 503
+                self.hung = True
+                continue
             tick += 1
             if not running:
                 self.utilization = 0
@@ -541,7 +616,7 @@ class SimServer:
 
     # ---------------------------------------------------------------- HTTP data
     def healthy(self) -> bool:
-        return self.ready
+        return self.ready and not self.hung
 
     def models_list(self) -> dict:
         """``/v1/models`` (OpenAI's model list): one ModelCard (srt/entrypoints/openai/protocol.py:87,
@@ -771,7 +846,7 @@ class SimServer:
 
     def _stopped(self) -> int:
         sig = getattr(self, "_signal", signal.SIGTERM)
-        if self.ready:
+        if self.ready and self.truth.get("outcome") != "follower":
             self.log.raw("INFO:     Shutting down")
             self.log.raw("INFO:     Finished server process [%d]" % self.pid)
         self.used_bytes = 0
@@ -782,6 +857,16 @@ class SimServer:
         signal.signal(sig, signal.SIG_DFL)
         os.kill(self.pid, sig)
         return 128 + sig
+
+
+#: the address this simulated node's HTTP servers bind instead of ``--host``: two simulated
+#: nodes on one machine each get their own loopback address, as two machines have their own
+#: (the same argv, ``--port`` included, runs on every node of a multi-node run)
+ENV_BIND_HOST = "MAMBACONSOLE_SIM_BIND_HOST"
+
+
+def _bind_host(host: str) -> str:
+    return os.environ.get(ENV_BIND_HOST) or host
 
 
 class _Stopped(Exception):
