@@ -16,6 +16,9 @@ The store is ``$MAMBACONSOLE_HOME`` (request ``home``, else the env var, else
                                "created", "node", "launched_by", "adopted", "log_path"
     runs/<run-id>/log          every byte the server wrote (adopted: pane scrollback + what follows)
     runs/<run-id>/wrapper.py   the wrapper tmux runs (run_wrapper.py)
+    runs/<run-id>/group.json   a rank of a run across nodes: {"id": str, "rank": int, "nnodes": int,
+                               "nodes": [host names as the launching console named them, in rank
+                               order], "runs": [run id of each rank, or null while not started]}
     relaunch.lock              {"holder": "user@host", "pid": int, "since": float, "token": str,
                                 "session_pid": int, "session_start_ticks": int, "session_kind": str}
 
@@ -24,8 +27,9 @@ start time to the second; ``list`` orders runs of one second by their records' c
 
 Ops and their results:
 
-``start`` {argv, env, cwd, session, wrapper (source text), launched_by, wait_s, lock_token}
-    -> the run record (below) once the wrapper reported the server's pid (or wait_s passed).
+``start`` {argv, env, cwd, session, wrapper (source text), launched_by, wait_s, lock_token, group}
+    -> the run record (below) once the wrapper reported the server's pid (or wait_s passed);
+    ``group`` (a rank of a run across nodes) is written to ``group.json`` before the server starts.
     With ``lock_token`` (a launch under the relaunch lock) the lock must still hold that token
     and no server of the store may be live (running, starting, adopted and alive): else an
     error naming the live run; nothing is started. Without tmux on the node nothing is
@@ -43,6 +47,10 @@ Ops and their results:
     from the boot id, pid and start time: the same process always gets the same id, and ids
     sort by when the servers started.
 ``get`` {run_id} -> run record.
+``group`` {run_id, group} -> run record: ``group.json`` replaced (the launching console fills in
+    the other ranks' run ids once they started).
+``tail`` {run_id, bytes} -> {"text": str, "offset": int, "size": int}: the last ``bytes`` (at most
+    1 MiB) of the run's log from the start of a line, UTF-8 with bad bytes replaced.
 ``note`` {run_id, peak_mem_mib} -> run record: what a console observed about the run, kept in
     ``runs/<run-id>/console.json`` (never in status.json, which the wrapper writes) and merged
     into the run record: ``peak_mem_mib`` (float, MiB) is the highest used memory of one GPU
@@ -272,6 +280,9 @@ def _record(runs, rid):
     if isinstance(stopped, dict):
         rec["stopped"] = stopped
     rec.update(run_id=rid, run_dir=run_dir, argv=argv)
+    group = _read_json(os.path.join(run_dir, "group.json"), None)
+    if isinstance(group, dict):
+        rec["group"] = group
     env = _read_json(os.path.join(run_dir, "env.json"), None)
     # the run's own extra environment (what it was started with; relaunch and resolution reuse it)
     rec["env"] = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
@@ -356,6 +367,8 @@ def op_start(req):
     try:
         _write_json(os.path.join(run_dir, "argv.json"), argv)
         _write_json(os.path.join(run_dir, "env.json"), env)
+        if isinstance(req.get("group"), dict):
+            _write_json(os.path.join(run_dir, "group.json"), req["group"])
         os.close(os.open(os.path.join(run_dir, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         wrapper = os.path.join(run_dir, "wrapper.py")
         _write_private(wrapper, req["wrapper"].encode())
@@ -425,6 +438,35 @@ def op_get(req):
     if not rid or "/" in rid or rid.startswith(".") or not os.path.isdir(os.path.join(runs, rid)):
         raise Fail("no run %r on this node (see: mambaconsole runs HOST)" % rid)
     return _record(runs, rid)
+
+
+def op_group(req):
+    rec = op_get(req)
+    if not isinstance(req.get("group"), dict):
+        raise Fail("group must be an object")
+    _write_json(os.path.join(rec["run_dir"], "group.json"), req["group"])
+    return op_get(req)
+
+
+#: the most a ``tail`` request returns, bytes
+TAIL_MAX = 1 << 20
+
+
+def op_tail(req):
+    rec = op_get(req)
+    want = max(0, min(int(req.get("bytes") or 65536), TAIL_MAX))
+    try:
+        with open(rec["log_path"], "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            start = max(0, size - want)
+            f.seek(start)
+            data = f.read(want)
+    except OSError as exc:
+        raise Fail("cannot read the log of run %s: %s" % (rec["run_id"], exc.strerror or exc))
+    if start > 0:  # from the start of a line: drop the cut first line
+        nl = data.find(b"\n")
+        start, data = (start + nl + 1, data[nl + 1:]) if nl >= 0 else (start + len(data), b"")
+    return {"text": data.decode("utf-8", "replace"), "offset": start, "size": size}
 
 
 def op_note(req):
@@ -873,7 +915,7 @@ def op_unlock(req):
     return False
 
 
-OPS = {"start": op_start, "get": op_get, "note": op_note, "list": op_list, "stop": op_stop, "lock": op_lock, "unlock": op_unlock}
+OPS = {"start": op_start, "get": op_get, "group": op_group, "tail": op_tail, "note": op_note, "list": op_list, "stop": op_stop, "lock": op_lock, "unlock": op_unlock}
 
 
 def main():

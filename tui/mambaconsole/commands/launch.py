@@ -1,4 +1,15 @@
-"""``mambaconsole launch HOST [--python P] [--module M] [--session S] [--port N] -- SGLANG_ARGS...``
+"""``mambaconsole launch HOST [HOST...] [--python P] [--module M] [--session S] [--port N] -- SGLANG_ARGS...``
+
+With two HOSTs or more: one SGLang run across those nodes (rank ``i`` on the ``i``-th HOST):
+the same ``SGLANG_ARGS`` on every node with ``--nnodes N`` (added when absent; refused when it
+disagrees) and ``--node-rank i`` added; or one argv per node, ``-- ARGS0 -- ARGS1 ...``, each
+with its own ``--node-rank``, which must then be the same run (the same ``--nnodes``, every
+rank once, one ``--dist-init-addr``, nothing else different:
+:func:`mambaconsole.sglang.multinode.check_ranks`). The relaunch lock is taken on every node
+first (all or none: a node that refuses releases the others' and nothing starts), then the
+ranks start in rank order (:mod:`mambaconsole.node.run_group`); prints one line per rank
+(``rank I  HOST  RUN_ID``), ``--json`` ``{"group": ID, "ranks": [run record, ...]}``; exit 1
+when a rank ends within ``--check-s``, with the ranks' fates in one line.
 
 Starts ``P -m M SGLANG_ARGS`` as a new run in its own tmux window on the node (see
 :mod:`mambaconsole.node.runs`) and prints the run id. Takes the node's relaunch lock while it
@@ -32,6 +43,9 @@ REST = "sglang_args"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_host(parser)
+    parser.add_argument("more_hosts", nargs="*", metavar="HOST",
+                        help="more nodes: one run across all the HOSTs given, rank i on the i-th (--node-rank is "
+                             "added per node)")
     parser.add_argument("--python", default="python3", help="the node's python that runs the server (default python3)")
     parser.add_argument("--module", default=DEFAULT_MODULE, help=f"module run with -m (default {DEFAULT_MODULE})")
     parser.add_argument("--session", default=DEFAULT_SESSION, help=f"tmux session (default {DEFAULT_SESSION})")
@@ -89,6 +103,8 @@ def parse_env(items: list[str]) -> dict[str, str]:
 
 
 async def _main(args) -> int:
+    if args.more_hosts:
+        return await _main_group(args)
     argv = server_argv(args.python, args.module, list(args.sglang_args), args.port)
     env = parse_env(args.env)
     async with await connect(args.host) as node:
@@ -120,6 +136,79 @@ async def _main(args) -> int:
     if run.state in ("lost", "gone"):
         raise ConsoleError(f"run {run.run_id} ended at once ({run.state_text}): see its log: {run.log_path}")
     return 0
+
+
+def rank_argvs(hosts: list[str], rest: list[str]) -> list[list[str]]:
+    """The SGLang args of each node from what followed ``--``: one argv for all (ranks added by
+    the hosts' order) or one per node separated by ``--`` (checked). Raises MultiNodeError or
+    UsageError."""
+    from mambaconsole.sglang.multinode import assign_ranks, check_ranks
+
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    parts: list[list[str]] = [[]]
+    for a in rest:
+        if a == "--":
+            parts.append([])
+        else:
+            parts[-1].append(a)
+    if len(parts) == 1:
+        return assign_ranks(parts[0], hosts)
+    if len(parts) != len(hosts):
+        raise UsageError(f"give one argv for every node, or one per node separated by --: got {len(parts)} argvs "
+                         f"for {len(hosts)} nodes")
+    check_ranks(parts, hosts)
+    return parts
+
+
+async def _main_group(args) -> int:
+    from mambaconsole.node import run_group
+    from mambaconsole.sglang.multinode import fates_line
+
+    hosts = [args.host, *args.more_hosts]
+    if args.break_stale:
+        raise UsageError("--break-stale takes one HOST: break a stale lock on its node first "
+                         "(mambaconsole launch NODE --break-stale ... is refused while ranks are given)")
+    argvs = [server_argv(args.python, args.module, a, args.port) for a in rank_argvs(hosts, list(args.sglang_args))]
+    env = parse_env(args.env)
+    nodes = []
+    try:
+        members = []
+        for i, h in enumerate(hosts):
+            node = await connect(h)
+            nodes.append(node)
+            members.append(run_group.Member(i, h, RunStore(node)))
+        gid = await run_group.launch(members, argvs, env=env, cwd=args.cwd, session=args.session)
+        await _watch_group(members, args.check_s)
+        views = await run_group.views(members)
+    finally:
+        for node in nodes:
+            await node.close()
+    if args.json:
+        print(json.dumps({"group": gid, "ranks": [m.run.record for m in members]}, sort_keys=True))
+    else:
+        for m in members:
+            print(f"rank {m.rank}  {m.host}  {m.run.run_id}")
+    if any(_ended(m.run) for m in members):
+        raise ConsoleError(f"run across nodes {gid}: {fates_line(views)}")
+    return 0
+
+
+def _ended(run) -> bool:
+    """The run ended badly: exited with a code other than 0, or lost / gone."""
+    return run.state in ("lost", "gone") or (run.state == "exited" and run.exit_code != 0)
+
+
+async def _watch_group(members, seconds: float) -> None:
+    """Watch every rank ``seconds`` (each ``member.run`` kept fresh), or until one ended."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + max(0.0, seconds)
+    while time.monotonic() < deadline and not any(_ended(m.run) for m in members):
+        await asyncio.sleep(0.2)
+        for m in members:
+            m.run = await m.store.get(m.run.run_id)
 
 
 async def _watch(store: RunStore, run, seconds: float):

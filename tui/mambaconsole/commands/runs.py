@@ -12,10 +12,17 @@ run first (then a console can stop it); any other server of this user only with 
 ``--no-adopt`` adopts nothing. A server of another user is listed after the table as "other
 user's server (uid/name), not adopted" and is never adopted or stopped.
 
+A rank of a run across nodes (``mambaconsole launch HOST HOST...``) shows ``rank I/N`` after
+its state; below the table, for the last :data:`GROUPS_SHOWN` such runs, one line each with
+the ranks' fates read from every node (``run across nodes ID (a, b): rank 1 dead (exit 137,
+SIGKILL) while rank 0 waits at distributed init``; a node that cannot be reached is named).
+
 ``--json``: a JSON list of objects with the keys ``run_id``, ``state``, ``exit_code``,
 ``signal``, ``pid``, ``started``, ``ended`` (unix seconds, node clock), ``adopted``, ``argv``,
 ``session``, ``window``, ``pane``, ``log_path``, ``run_dir``, ``log_lost_bytes`` and
-``log_error`` (output the log could not take: a full disk; absent before this version); then one object per other
+``log_error`` (output the log could not take: a full disk; absent before this version), ``group`` (a rank
+of a run across nodes: ``id``, ``rank``, ``nnodes``, ``nodes``, ``runs``; else null) and, for the last
+groups, ``group_fates`` (the one line above); then one object per other
 user's server with ``run_id`` null, ``state`` ``"other_user"``, ``adopted`` false, ``pid``,
 ``uid``, ``user``, ``started`` and ``argv``; then one per server of this user left alone, the
 same with ``state`` ``"not_adopted"`` and ``tmux_session``.
@@ -34,7 +41,9 @@ from mambaconsole.sglang.text import shell_line
 
 HELP = "list the server runs recorded on the node (and adopt one started by hand)"
 JSON_KEYS = ("run_id", "state", "exit_code", "signal", "pid", "started", "ended", "adopted", "argv",
-             "session", "window", "pane", "log_path", "run_dir", "log_lost_bytes", "log_error")
+             "session", "window", "pane", "log_path", "run_dir", "log_lost_bytes", "log_error", "group")
+#: runs across nodes whose ranks' fates ``runs`` reads from their nodes (the newest)
+GROUPS_SHOWN = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +62,10 @@ def table(runs) -> str:
     width = shutil.get_terminal_size((160, 24)).columns
     rows = [("RUN ID", "STARTED", "STATE", "ARGV")]
     for r in runs:
-        rows.append((r.run_id, when(r.started or r.record.get("created")), r.state_text, shell_line(r.argv)))
+        state = r.state_text
+        if r.group is not None:
+            state += f", rank {r.group.get('rank')}/{r.group.get('nnodes')}"
+        rows.append((r.run_id, when(r.started or r.record.get("created")), state, shell_line(r.argv)))
     w = [max(len(row[i]) for row in rows) for i in range(3)]
     out = []
     for row in rows:
@@ -71,8 +83,11 @@ async def _main(args) -> int:
         else:
             runs, others, left = await RunStore(node).list_with_others(
                 adopt=True if args.adopt else "session", session=args.session)
+        fates = await group_fates(args.host, node, runs)
     if args.json:
-        rows = [{k: r.record.get(k) for k in JSON_KEYS} | {"state": r.state, "argv": r.argv} for r in runs]
+        rows = [{k: r.record.get(k) for k in JSON_KEYS} | {"state": r.state, "argv": r.argv}
+                | ({"group_fates": fates[r.group.get("id")]} if r.group and r.group.get("id") in fates else {})
+                for r in runs]
         rows += [{k: None for k in JSON_KEYS} | {"state": "other_user", "adopted": False, "pid": o.get("pid"),
                                                  "uid": o.get("uid"), "user": o.get("user"),
                                                  "started": o.get("started"), "argv": o.get("argv") or []}
@@ -88,6 +103,8 @@ async def _main(args) -> int:
         print(f"no runs on {args.host} (start one: mambaconsole launch {args.host} -- ARGS)")
     else:
         print(table(runs))
+    for line in fates.values():
+        print(line)
     for o in others:
         print(f"other user's server ({o.get('uid')}/{o.get('user') or '?'}), not adopted: pid {o.get('pid')}, "
               f"started {when(o.get('started'))}: {shell_line(o.get('argv') or [])}")
@@ -96,6 +113,31 @@ async def _main(args) -> int:
         print(f"your server, not adopted ({where}; runs {args.host} --adopt adopts it): pid {o.get('pid')}, "
               f"started {when(o.get('started'))}: {shell_line(o.get('argv') or [])}")
     return 0
+
+
+async def group_fates(host: str, node, runs) -> dict[str, str]:
+    """group id -> ``run across nodes ID (NODES): FATES`` for the newest :data:`GROUPS_SHOWN`
+    runs across nodes among ``runs`` (each read from all its nodes)."""
+    from mambaconsole.node import connect as connect_node
+    from mambaconsole.node import run_group
+    from mambaconsole.sglang.multinode import fates_line
+
+    seen: dict[str, object] = {}
+    for r in reversed(runs):
+        g = r.group
+        if g is not None and g.get("id") and g["id"] not in seen and len(seen) < GROUPS_SHOWN:
+            seen[g["id"]] = r
+    out: dict[str, str] = {}
+    store = RunStore(node)
+    for gid, r in seen.items():
+        group = run_group.Group(r.group, (host, node, store, r))  # type: ignore[attr-defined]
+        try:
+            await group.open(connect_node)
+            views = await run_group.views(group.members)
+        finally:
+            await group.close()
+        out[gid] = f"run across nodes {gid} ({', '.join(m.host for m in group.members)}): {fates_line(views)}"
+    return dict(reversed(list(out.items())))
 
 
 def run(args: argparse.Namespace) -> int:

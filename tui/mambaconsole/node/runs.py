@@ -122,6 +122,13 @@ class Run:
         )
 
     @property
+    def group(self) -> dict | None:
+        """This run's place in a run across nodes (``group.json``: ``id``, ``rank``, ``nnodes``,
+        ``nodes``, ``runs``), or None for a run on one node."""
+        g = self.record.get("group")
+        return g if isinstance(g, dict) else None
+
+    @property
     def state_text(self) -> str:
         """``running``, ``exited 0``, ``exited 137 (SIGKILL)``, ``exited 130 (SIGINT, stopped)``
         (a console stopped it), ``adopted``, ``gone (stopped)``, ...; followed by ``; log lost
@@ -191,12 +198,14 @@ class RunStore:
 
     async def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                     session: str = DEFAULT_SESSION, launched_by: str | None = None,
-                    lock: Mapping | None = None) -> Run:
+                    lock: Mapping | None = None, group: Mapping | None = None) -> Run:
         """Start ``argv`` in a new tmux window of ``session``; returns once the server's pid
         is recorded. Raises RunError (e.g. tmux missing). ``lock``: the relaunch lock this
         console holds (:meth:`acquire_lock`): the node then checks, under it, that the lock is
         still ours and that no server of the store is live, and refuses (RunError naming the
-        live run) otherwise: of any number of launches at once, exactly one starts."""
+        live run) otherwise: of any number of launches at once, exactly one starts. ``group``:
+        this run is a rank of a run across nodes (``group.json``, see runs_agent.py; the run's
+        ``record["group"]``)."""
         argv = [str(a) for a in argv]
         if not argv:
             raise RunError("nothing to launch: empty argv")
@@ -214,8 +223,17 @@ class RunStore:
             "wrapper": agent_script("run_wrapper.py").decode(),
             "launched_by": launched_by or console_identity(),
             **({"lock_token": lock.get("token")} if lock is not None else {}),
+            **({"group": dict(group)} if group is not None else {}),
         })
         return Run.from_record(rec)
+
+    async def set_group(self, run_id: str, group: Mapping) -> Run:
+        """Replace the run's ``group.json`` (a rank of a run across nodes)."""
+        return Run.from_record(await self._call("group", {"run_id": run_id, "group": dict(group)}))
+
+    async def tail(self, run_id: str, nbytes: int = 65536) -> str:
+        """The last ``nbytes`` (at most 1 MiB) of the run's log, from the start of a line."""
+        return str((await self._call("tail", {"run_id": run_id, "bytes": int(nbytes)}))["text"])
 
     async def list(self, *, adopt: bool | str = False, session: str = DEFAULT_SESSION,
                    patterns: Sequence[Sequence[str]] | None = None) -> list[Run]:
