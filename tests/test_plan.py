@@ -139,7 +139,7 @@ def test_plan_cli_on_real_sglang_0_5_23(tmp_path):
             "--speculative-num-draft-tokens", "4", "--max-running-requests", "16",
             "--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule", "--max-mamba-cache-size", "400"]
     out = subprocess.run([sys.executable, "-m", "mambaconsole", "plan", "--python", str(py), *env, "--json",
-                          "--gpu-memory-gib", "96", "--", *argv], capture_output=True, text=True, timeout=240)
+                          "--gpu-memory-gib", "96", "--gpu-name", "RTX PRO 6000 Blackwell", "--", *argv], capture_output=True, text=True, timeout=240)
     p = json.loads(out.stdout)
     assert out.returncode == 1, out.stderr
     # 401 slots x 146.8 MiB = 57.5 GiB on top of ~51 GiB of weights on a 96 GiB GPU

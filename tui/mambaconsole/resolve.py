@@ -49,7 +49,7 @@ from mambaconsole.errors import ConsoleError
 from mambaconsole.node.base import Node, NodeError, in_folder
 from mambaconsole.node.runs import agent_script
 
-__all__ = ["ResolveError", "resolve", "params", "WarmResolver", "check_result", "SOURCES", "CHANGED_SOURCES"]
+__all__ = ["ResolveError", "resolve", "planned_device", "params", "WarmResolver", "check_result", "SOURCES", "CHANGED_SOURCES"]
 
 SOURCES = ("default", "cli", "config", "env", "derived", "overridden")
 #: sources that mean SGLang's own resolution code changed the value
@@ -122,14 +122,32 @@ async def _run_script(node: Node, python: str, args: Sequence[str], env: Mapping
     return _parse_answer(node, python, res.exit_status, res.stdout, res.stderr)
 
 
+def _device_args(planned_device: Mapping[str, Any] | None) -> list[str]:
+    return ["--planned-device", json.dumps(dict(planned_device))] if planned_device else []
+
+
 async def resolve(node: Node, argv: Sequence[str], *, python: str = "python3",
                   env: Mapping[str, str] | None = None, cwd: str | None = None,
-                  timeout: float = DEFAULT_TIMEOUT) -> dict:
+                  timeout: float = DEFAULT_TIMEOUT, planned_device: Mapping[str, Any] | None = None) -> dict:
     """Resolve the SGLang launch ``argv`` (server flags only, e.g. ``["--model-path", P, ...]``)
     in a fresh ``python`` process on ``node``; ``env`` is added to its environment (like a launch
     command's ``VAR=value`` prefix), ``cwd`` is its working folder (a server's relative
-    ``--model-path`` resolves there). Returns the result dict (module docstring)."""
-    return check_result(await _run_script(node, python, ["--", *argv], env, timeout, cwd))
+    ``--model-path`` resolves there). ``planned_device`` (:func:`planned_device`): SGLang resolves
+    as on that GPU instead of the node's (the answer's first message says so). Returns the
+    result dict (module docstring)."""
+    return check_result(await _run_script(node, python, [*_device_args(planned_device), "--", *argv], env, timeout,
+                                          cwd))
+
+
+def planned_device(name: str, total_bytes: int, capability: tuple[int, int], *, count: int = 1,
+                   cuda_version: str = "12.8") -> dict:
+    """The device the resolver presents to SGLang in place of the node's
+    (:func:`mambaconsole.agent.resolver.install_planned_device`): ``{"name", "total_bytes",
+    "capability": [major, minor], "count", "cuda_version"}``."""
+    if total_bytes <= 0 or count <= 0:
+        raise ValueError("a planned device needs memory and at least one GPU")
+    return {"name": str(name), "total_bytes": int(total_bytes), "capability": [int(capability[0]), int(capability[1])],
+            "count": int(count), "cuda_version": str(cuda_version)}
 
 
 async def params(node: Node, *, python: str = "python3", env: Mapping[str, str] | None = None,
@@ -173,8 +191,10 @@ class WarmResolver:
     def __init__(self, node: Node, python: str = "python3", *, env: Mapping[str, str] | None = None,
                  cwd: str | None = None,
                  warm_argv: Sequence[str] | None = None, idle_timeout: float = 1800.0,
-                 start_timeout: float = DEFAULT_TIMEOUT, request_timeout: float = 120.0) -> None:
+                 start_timeout: float = DEFAULT_TIMEOUT, request_timeout: float = 120.0,
+                 planned_device: Mapping[str, Any] | None = None) -> None:
         self.node = node
+        self.planned_device = dict(planned_device) if planned_device else None
         self.python = python
         self.env = dict(env) if env else None
         self.cwd = cwd or None
@@ -207,7 +227,8 @@ class WarmResolver:
             return self.info  # type: ignore[return-value]
         await self._stop()
         argv = self.warm_argv if self.warm_argv is not None else (list(warm_argv) if warm_argv else [])
-        cmd = [self.python, "-u", "-", "--serve", "--idle-timeout", str(self.idle_timeout)]
+        cmd = [self.python, "-u", "-", *_device_args(self.planned_device), "--serve", "--idle-timeout",
+               str(self.idle_timeout)]
         if argv:
             cmd += ["--warm-argv", json.dumps(argv)]
         self._lines = self.node.stream_lines(in_folder(cmd, self.cwd), input=_script(), env=self.env)
@@ -264,13 +285,13 @@ class WarmResolver:
         async with self._lock:
             if self.mode == "cold":
                 return await resolve(self.node, argv, python=self.python, env={**(self.env or {}), **(env or {})},
-                                     cwd=self.cwd)
+                                     cwd=self.cwd, planned_device=self.planned_device)
             for attempt in (1, 2):
                 if not self.alive:
                     await self.start(argv)
                     if self.mode == "cold":
                         return await resolve(self.node, argv, python=self.python,
-                                             env={**(self.env or {}), **(env or {})}, cwd=self.cwd)
+                                             env={**(self.env or {}), **(env or {})}, cwd=self.cwd, planned_device=self.planned_device)
                 try:
                     return check_result(await self._request({"argv": list(argv), "env": dict(env or {})}))
                 except ResolveError:

@@ -567,6 +567,8 @@ def resolve(sg, argv, env=None):
     if env:
         os.environ.update({str(k): str(v) for k, v in env.items()})
     rec = Recorder()
+    for text in PLANNED_NOTES:
+        _note(rec, "INFO", text)
     argv = list(argv)
     out = {"sglang_version": sg.version, "python": sys.executable, "ok": False, "elapsed_s": 0.0,
            "usage_error": None, "error": None, "fields": {}, "messages": []}
@@ -1030,6 +1032,209 @@ CLIENT = (
 
 
 # --------------------------------------------------------------------------------------------
+# a planned device (``--planned-device JSON``): SGLang resolves as on a GPU that is not here
+
+
+class PlannedDeviceError(RuntimeError):
+    """SGLang asked the planned device for something only a real one can answer."""
+
+
+#: the planned device's facts (``--planned-device``), or None; read by the stand-ins below
+PLANNED = None
+#: what the answers say of the planned device (each resolution's first messages)
+PLANNED_NOTES = []
+
+
+def _planned_props(dev):
+    """``torch.cuda.get_device_properties`` of the planned device: name, major, minor,
+    total_memory (bytes); any other property raises :class:`PlannedDeviceError` naming it."""
+
+    class Props:
+        name = dev["name"]
+        major, minor = int(dev["capability"][0]), int(dev["capability"][1])
+        total_memory = int(dev["total_bytes"])
+
+        def __getattr__(self, attr):
+            raise PlannedDeviceError("torch.cuda.get_device_properties().%s: the planned device (%s) does not "
+                                     "know it; only a real GPU does" % (attr, dev["name"]))
+
+        def __repr__(self):
+            return "_CudaDeviceProperties(name=%r, major=%d, minor=%d, total_memory=%dMB, planned)" % (
+                self.name, self.major, self.minor, self.total_memory >> 20)
+
+    return Props()
+
+
+class _KernelStandin:
+    """What any name in the stand-in ``sgl_kernel`` is (``sgl_kernel.X``, ``sgl_kernel.m.Y.z``):
+    its attributes are stand-ins too (module-level code such as 0.5.11
+    ``layers/quantization/utils.py:540`` reads ``scalar_types.uint4b8``), and any use beyond
+    naming it (a call, iteration, indexing) raises :class:`PlannedDeviceError` naming it."""
+
+    __slots__ = ("_qualname",)
+
+    def __init__(self, qualname):
+        object.__setattr__(self, "_qualname", qualname)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return _KernelStandin("%s.%s" % (self._qualname, attr))
+
+    def _refuse(self, *args, **kwargs):
+        raise PlannedDeviceError("%s was used, but this python has no sgl_kernel: the planned device's stand-in is "
+                                 "import-only (argument resolution must not run kernels)" % self._qualname)
+
+    __call__ = __iter__ = __getitem__ = __len__ = __index__ = __int__ = __float__ = _refuse
+
+    def __repr__(self):
+        return "<%s: import-only stand-in>" % self._qualname
+
+
+class _KernelStandinFinder:
+    """Meta path finder: ``sgl_kernel`` and every ``sgl_kernel.X`` import as stand-in modules
+    whose attributes are :class:`_KernelStandin` (SGLang's CUDA path imports them at module level
+    without a fallback, e.g. 0.5.11 ``layers/quantization/fp8_kernel.py:57`` and
+    ``gguf.py:39``). Installed only when this python has no ``sgl_kernel``, and only for a
+    planned device; nothing in it can run."""
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname != "sgl_kernel" and not fullname.startswith("sgl_kernel."):
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(fullname, cls, is_package=True)
+
+    @staticmethod
+    def create_module(spec):
+        mod = types.ModuleType(spec.name, "mambaconsole: import-only sgl_kernel stand-in for a planned device")
+
+        def __getattr__(attr):
+            if attr.startswith("__") and attr.endswith("__"):
+                raise AttributeError(attr)
+            return _KernelStandin("%s.%s" % (spec.name, attr))
+
+        mod.__getattr__ = __getattr__
+        mod.__mambaconsole_standin__ = True
+        return mod
+
+    @staticmethod
+    def exec_module(module):
+        module.__path__ = []
+        module.__version__ = "0+mambaconsole.planned"
+
+
+def _fake_nvidia_smi(argv, dev):
+    """(returncode, stdout, stderr) of an ``nvidia-smi --query-gpu=...`` on the planned device:
+    ``index``, ``name``, ``memory.total``, ``memory.free`` (MiB), ``compute_cap``, ``count``;
+    any other query fails as nvidia-smi does on an unknown field."""
+    query = next((a.split("=", 1)[1] for a in argv if a.startswith("--query-gpu=")), None)
+    units = any("nounits" in a for a in argv)
+    mib = "" if units else " MiB"
+    rows = []
+    for i in range(int(dev.get("count", 1))):
+        known = {"index": str(i), "name": dev["name"], "memory.total": "%d%s" % (dev["total_bytes"] >> 20, mib),
+                 "memory.free": "%d%s" % (dev["total_bytes"] >> 20, mib),
+                 "compute_cap": "%d.%d" % tuple(dev["capability"]), "count": str(dev.get("count", 1))}
+        fields = (query or "").split(",")
+        if query is None or any(f.strip() not in known for f in fields):
+            return 2, "", "planned device (%s): nvidia-smi %s is not answered\n" % (dev["name"], " ".join(argv[1:]))
+        rows.append(", ".join(known[f.strip()] for f in fields))
+    return 0, "\n".join(rows) + "\n", ""
+
+
+def install_planned_device(dev):
+    """Make this process see ``dev`` as its GPU before sglang is imported: ``{"name": str,
+    "total_bytes": int, "capability": [major, minor], "count": int, "cuda_version": "12.8"}``.
+
+    Only what SGLang reads of the device is presented, in this process only, and SGLang's own
+    code is untouched: ``torch.version.cuda``; ``torch.cuda.is_available / device_count /
+    current_device / get_device_name / get_device_capability / get_device_properties /
+    mem_get_info`` (free = total: an idle GPU); ``torch.cuda._get_nvml_device_index`` raises, so
+    SGLang 0.5.23's ``get_device_sm`` (``utils/common.py:715 _get_device_sm_via_nvml``) falls back
+    to torch instead of reading a real GPU through NVML; ``nvidia-smi --query-gpu=...`` run
+    through ``subprocess.run`` answers for the planned device (0.5.11/0.5.23
+    ``get_nvgpu_memory_capacity`` reads the GPU's memory so); ``sgl_kernel`` gets the import-only
+    stand-in of :func:`_kernel_standin` only when this python has none. Returns the notes the
+    answer carries (what was assumed)."""
+    global PLANNED
+    import importlib.util
+    import subprocess
+
+    import torch
+    import torch.cuda
+    import torch.version
+
+    PLANNED = dict(dev)
+    total, name = int(dev["total_bytes"]), str(dev["name"])
+    cap = (int(dev["capability"][0]), int(dev["capability"][1]))
+    count = int(dev.get("count", 1))
+
+    def check(device=None):
+        index = getattr(device, "index", device)
+        if isinstance(index, str):
+            index = int(index.rsplit(":", 1)[1]) if ":" in index else 0
+        if index is not None and not 0 <= int(index) < count:
+            raise PlannedDeviceError("CUDA device %s: the planned node has %d" % (index, count))
+
+    def get_device_name(device=None):
+        check(device)
+        return name
+
+    def get_device_capability(device=None):
+        check(device)
+        return cap
+
+    def get_device_properties(device=None):
+        check(device)
+        return _planned_props(dev)
+
+    def mem_get_info(device=None):
+        check(device)
+        return (total, total)
+
+    def no_nvml(index):
+        raise PlannedDeviceError("planned device: no NVML index (the GPU is not here)")
+
+    torch.version.cuda = str(dev.get("cuda_version") or "12.8")
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: count
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.get_device_name = get_device_name
+    torch.cuda.get_device_capability = get_device_capability
+    torch.cuda.get_device_properties = get_device_properties
+    torch.cuda.mem_get_info = mem_get_info
+    torch.cuda._get_nvml_device_index = no_nvml
+
+    run = subprocess.run
+
+    def planned_run(args, *a, **kw):
+        argv = [args] if isinstance(args, str) else list(args)
+        if argv and os.path.basename(str(argv[0]).split()[0]) == "nvidia-smi":
+            if isinstance(args, str):
+                argv = args.split()
+            code, out, err = _fake_nvidia_smi([str(x) for x in argv], dev)
+            text = kw.get("text") or kw.get("universal_newlines") or kw.get("encoding")
+            res = subprocess.CompletedProcess(argv, code, out if text else out.encode(), err if text else err.encode())
+            if kw.get("check") and code:
+                raise subprocess.CalledProcessError(code, argv, res.stdout, res.stderr)
+            return res
+        return run(args, *a, **kw)
+
+    subprocess.run = planned_run
+    notes = ["planned device: %s, %.1f GiB, compute capability %d.%d, CUDA %s, %d GPU(s); SGLang resolved as on it "
+             "(torch.cuda answers for it in the resolver only), not measured"
+             % (name, total / (1 << 30), cap[0], cap[1], torch.version.cuda, count)]
+    if importlib.util.find_spec("sgl_kernel") is None:
+        sys.meta_path.insert(0, _KernelStandinFinder)
+        notes.append("this python has no sgl_kernel: an import-only stand-in answered SGLang's imports")
+    if importlib.util.find_spec("flashinfer") is None:
+        notes.append("this python has no flashinfer: SGLang chose its backends as on a GPU node without it "
+                     "(a GPU install of SGLang has it)")
+    return notes
+
+
+# --------------------------------------------------------------------------------------------
 
 
 def main(argv):
@@ -1055,6 +1260,8 @@ def main(argv):
             idle = float(args.pop(0))
         elif a == "--warm-argv":
             warm_argv = json.loads(args.pop(0))
+        elif a == "--planned-device":
+            PLANNED_NOTES[:] = install_planned_device(json.loads(args.pop(0)))
         else:
             args.insert(0, a)
             break

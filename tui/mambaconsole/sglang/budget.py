@@ -463,6 +463,15 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
     if model.hybrid and ratio is None:
         ratio = 3
         notes.append(f"Mamba strategy {strategy_of(f)!r} unresolved: 3 slots per request assumed")
+    if model.hybrid and strategy_of(f) == "extra_buffer" and f.get("disable_radix_cache") is not True:
+        track = 2 if f.get("disable_overlap_schedule") is not True else 1
+        if rules.tracking_slots_allocated:
+            notes.append(f"simulator rule: extra_buffer allocates {track} tracking rows per Mamba slot on top of the "
+                         "pool; real SGLang does not (its MambaPool holds size + 1 rows)")
+        else:
+            notes.append(f"extra_buffer: each request's {track} tracking slots come out of the Mamba slots counted "
+                         "here (SGLang's MambaPool holds size + 1 rows whatever the strategy: 0.5.11 "
+                         "mem_cache/memory_pool.py:260, 0.5.23 :724); they cost slots, not extra memory")
 
     pre_b = facts.pre_load_free_bytes
     w_rank = facts.weight_bytes // (tp * pp)
@@ -773,6 +782,8 @@ def plan_from_node(resolved: dict, facts: dict, *, gpu_memory_gib: float | None 
     accepted = {flag for flag, field in ADVICE_FLAGS.items() if field in fields}
     advice = [] if b.fits and b.risk is None else advise(fields, shape, node, rules, accepted)
     out = plan_json(b, advice, node)
+    # what the resolver said of its own work (the planned device it presented, config quirks) first
+    out["notes"][:0] = [m["message"] for m in resolved.get("messages") or [] if m.get("logger") == "mambaconsole.resolver"]
     device = fields.get("device")
     if planned and device not in (None, "cuda"):
         src = resolved["fields"].get("mem_fraction_static", {}).get("source")
