@@ -12,8 +12,11 @@ from pathlib import Path
 from mambaconsole.sglang.events import LogParser
 from mambaconsole.slices.gpu import GPU_HISTORY, GpuSlice
 from mambaconsole.slices.link import LinkSlice
+from mambaconsole.slices.runs import RunsSlice
+from mambaconsole.slices.server import ServerSlice
 from mambaconsole.state import (
-    LOG_EVENTS, SLICES, Connection, ConsoleState, GpuReading, GpuSnapshot, NodeFacts, RunInfo, RunsListed,
+    LOG_EVENTS, SLICES, Connection, ConsoleState, GpuReading, GpuSnapshot, MetricsSnapshot, NodeFacts, Phase,
+    RunInfo, RunsListed, ServerInfo,
 )
 
 PKG = Path(__file__).resolve().parents[1] / "tui" / "mambaconsole"
@@ -63,6 +66,68 @@ def test_link_node_without_sglang_and_the_servers_own_version():
     # a later probe that names no python keeps the one known; the simulated node has no sglang to miss
     link.on_node_facts(NodeFacts("gpu-node", None, simulated=True))
     assert link.python == "/opt/venv/bin/python" and link.simulated and not link.no_sglang
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def test_runs_a_new_current_run_resets_once_and_its_end_redraws_its_failure():
+    resets: list[str | None] = []
+    runs = RunsSlice(Clock(10.0), lambda: resets.append(runs.run.run_id if runs.run else None))
+    a, b = RunInfo("a", state="running"), RunInfo("b", state="running", started=4.0)
+    assert runs.on_runs_listed(RunsListed((a,), "a")) == {"runs", "log", "spec", "gpu", "args"}
+    assert runs.on_runs_listed(RunsListed((a,), "a")) == {"runs"}
+    ended = RunInfo("a", state="exited", exit_code=1)
+    assert runs.on_runs_listed(RunsListed((ended,), "a")) == {"runs", "spec", "args"}
+    assert runs.ended()
+    runs.on_runs_listed(RunsListed((ended, b), "b"))
+    assert resets == [None, "a"]  # told before the current run changes: the old one is still named
+    assert runs.run is b and runs.listed_at == 10.0 and runs.uptime() == 6.0 and not runs.ended()
+    runs.on_runs_listed(RunsListed((ended, b), None))  # no current run named: the followed one stays
+    assert runs.run is b
+
+
+def test_runs_data_age_from_history_never_goes_back_and_phase_text_clears():
+    runs = RunsSlice(Clock(), lambda: None)
+    runs.note_data(100.0, history=True)
+    runs.note_data(90.0, history=True)  # an older replayed line
+    assert runs.last_data == 100.0
+    runs.note_data(95.0)  # a live answer is now
+    assert runs.last_data == 95.0
+    runs.on_phase(Phase("stop", "stopping r1"))
+    assert runs.phase == Phase("stop", "stopping r1")
+    runs.on_phase(Phase("done"))
+    assert runs.phase is None
+
+
+def test_runs_server_pids_are_the_recorded_ones_and_the_main_pid():
+    runs = RunsSlice(Clock(), lambda: None)
+    assert runs.server_pids() == set()
+    runs.on_runs_listed(RunsListed((RunInfo("r", pid=40, pids=(41, 42)),), "r"))
+    assert runs.server_pids() == {40, 41, 42}
+
+
+# ----------------------------------------------------------------------------- server
+
+
+def test_server_keeps_its_last_answer_through_a_failed_poll_and_a_new_run_forgets_it():
+    answered: list[float] = []
+    clock = Clock(7.0)
+    srv = ServerSlice(clock, answered.append)
+    info = {"version": "0.5.23", "max_running_requests": 48}
+    assert srv.on_info(ServerInfo(info)) == {"args", "spec"}
+    assert srv.on_info(ServerInfo(None, "timed out")) == set()
+    assert srv.server_info == info and srv.server_info_error == "timed out"
+    clock.t = 9.0
+    assert srv.on_info(ServerInfo(dict(info))) == {"args", "spec"}  # back after an error: redraw
+    assert srv.on_info(ServerInfo(dict(info))) == set()  # the same answer again
+    assert answered == [7.0, 9.0, 9.0]  # every answer ages the data anew; the failed poll did not
+    assert srv.on_metrics(MetricsSnapshot({}, error="refused")) == set() and srv.metrics_t is None
+    assert srv.on_metrics(MetricsSnapshot({"sglang:num_running_reqs": 3.0})) == {"spec"}
+    assert srv.on_metrics(MetricsSnapshot({"sglang:num_running_reqs": 3.0})) == set()
+    assert srv.metrics_t == 9.0
+    srv.new_run()
+    assert (srv.server_info, srv.metrics, srv.metrics_t) == (None, {}, None)
 
 
 # ----------------------------------------------------------------------------- gpu
@@ -144,7 +209,7 @@ def test_gpu_budget_is_one_ranks_and_a_new_boot_forgets_it():
 
 def test_every_event_goes_to_its_slice_and_the_facade_reads_the_slice():
     st = ConsoleState("h", clock=Clock(50.0))
-    for cls, (name, handler) in list(SLICES.items()) + [(k, v) for k, vs in LOG_EVENTS.items() for v in vs]:
+    for cls, (name, handler) in [(k, v) for table in (SLICES, LOG_EVENTS) for k, vs in table.items() for v in vs]:
         owner = st._slice_of[name]
         assert getattr(type(owner), handler.__name__) is handler, (cls, name, handler)
     st.apply(Connection(False, 20.0))

@@ -30,6 +30,8 @@ from mambaconsole.sglang.oom_site import oom_site
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 from mambaconsole.slices.gpu import GPU_HISTORY, GPU_STALE_S, GpuSlice  # noqa: F401 - re-exported
 from mambaconsole.slices.link import LinkSlice
+from mambaconsole.slices.runs import RunsSlice
+from mambaconsole.slices.server import ServerSlice
 from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration formatter, re-exported
 
 #: lines kept in memory for the log pane, whatever the log size
@@ -427,7 +429,9 @@ class Slices:
     """:class:`ConsoleState`'s slices, one per data source (:mod:`mambaconsole.slices`)."""
 
     link: LinkSlice
+    runs: RunsSlice
     gpu: GpuSlice
+    server: ServerSlice
 
 
 def _forward(slice_name: str, field_name: str) -> property:
@@ -451,39 +455,24 @@ class ConsoleState:
                  log_silent_s: float = LOG_SILENT_S) -> None:
         self.clock = clock
         self.log_silent_s = log_silent_s
-        self._runs_t: float | None = None  # when the run list was last read (console clock)
         self._line_t: float | None = None  # when the current run's log last gave a line
         link = LinkSlice(host, clock)
-        gpu = GpuSlice(clock, lambda: self.run, link.note_simulated)
+        runs = RunsSlice(clock, self._new_run)
+        gpu = GpuSlice(clock, lambda: runs.run, link.note_simulated)
+        server = ServerSlice(clock, runs.note_data)
         #: the slices, one per data source (:mod:`mambaconsole.slices`)
-        self.slices = Slices(link=link, gpu=gpu)
-        self._link, self._gpu = link, gpu
+        self.slices = Slices(link=link, runs=runs, gpu=gpu, server=server)
+        self._link, self._runs, self._gpu, self._server = link, runs, gpu, server
         #: SLICES / LOG_EVENTS slice names -> the objects their handlers are called with
-        self._slice_of: dict[str, Any] = {"link": link, "gpu": gpu, "state": self}
+        self._slice_of: dict[str, Any] = {"link": link, "runs": runs, "gpu": gpu, "server": server, "state": self}
         self._log_view: dict[type, Callable[[Any], set[str]] | None] = {}  # LOG_EVENTS, bound
-        self.notice: str | None = None  # one line for the header (the run changed under us, ...)
-        #: this user's servers the run store left alone (RunsListed.not_adopted): the header names them
-        self.not_adopted: tuple[dict, ...] = ()
-        # when the current run's server last gave data (a log line, /server_info, /metrics):
-        # the header's "data N s ago", which ages once the server stops
-        self.last_data: float | None = None
-        # runs
-        self.runs: list[RunInfo] = []
-        self.run: RunInfo | None = None
         self.log_run_id: str | None = None  # whose log the log pane shows
-        self.phase: Phase | None = None
         # server
         self.ready_seen = False
         self.ready_at: float | None = None
         # what the current run's log says (outcome, failure, request errors): the run fold,
         # the same rules as inspect / history / report (mambaconsole.sglang.run_fold)
         self.fold = RunFold()
-        self.server_info: dict | None = None
-        self.server_info_error: str | None = None
-        self.metrics: dict = {}
-        self.metric_totals: dict = {}  # the server's counters since it started (MetricsSnapshot.totals)
-        self.metrics_t: float | None = None  # when /metrics last answered (console clock)
-        self.latency: Any = None  # sglang.latency.Latency of the last /metrics poll
         self.last_batch: Any = None  # the last decode batch line (sglang.events.DecodeBatch)
         self.batch_t: float | None = None  # when it arrived (console clock)
         # args
@@ -545,11 +534,23 @@ class ConsoleState:
     connection_detail = _forward("link", "connection_detail")
     reconnect_attempts = _forward("link", "reconnect_attempts")
     retry_at = _forward("link", "retry_at")
+    runs = _forward("runs", "runs")
+    run = _forward("runs", "run")
+    not_adopted = _forward("runs", "not_adopted")
+    phase = _forward("runs", "phase")
+    notice = _forward("runs", "notice")
+    last_data = _forward("runs", "last_data")
     gpu = _forward("gpu", "snapshot")
     gpu_interval_s = _forward("gpu", "interval_s")
     gpu_history = _forward("gpu", "history")
     gpu_peak_mib = _forward("gpu", "peak_mib")
     budget_gb = _forward("gpu", "budget_gb")
+    server_info = _forward("server", "server_info")
+    server_info_error = _forward("server", "server_info_error")
+    metrics = _forward("server", "metrics")
+    metric_totals = _forward("server", "metric_totals")
+    metrics_t = _forward("server", "metrics_t")
+    latency = _forward("server", "latency")
 
     # --------------------------------------------------------------- derived
     @property
@@ -585,10 +586,6 @@ class ConsoleState:
         """:attr:`status` in the one wording (:func:`state_label`)."""
         return state_label(self.status, self.run.exit_code if self.run is not None else None)
 
-    def _ended(self) -> bool:
-        r = self.run
-        return r is not None and (r.state in ("exited", "dead") or r.exit_code is not None)
-
     def _failure(self):
         """The fold's failure of the last boot (:class:`~mambaconsole.sglang.run_fold.Failure`)
         once it ended the run: SGLang's crash evidence (a ``<Process> hit an exception``
@@ -598,7 +595,7 @@ class ConsoleState:
         b = self.fold.last
         f = b.failure
         r = self.run
-        ended_badly = self._ended() and r is not None and r.exit_code != 0
+        ended_badly = self._runs.ended() and r is not None and r.exit_code != 0
         if f is not None:
             return f if (ended_badly or fold_failure_is_final(b)) else None
         ev = b.pending_error
@@ -708,11 +705,8 @@ class ConsoleState:
         return self._link.lost_for()
 
     def uptime(self) -> float | None:
-        r = self.run
-        if r is None or r.started is None:
-            return None
-        end = r.ended if r.ended is not None else self.clock()
-        return max(0.0, end - r.started)
+        """:meth:`RunsSlice.uptime <mambaconsole.slices.runs.RunsSlice.uptime>`."""
+        return self._runs.uptime()
 
     def log_is_stale(self) -> bool:
         """The shown log is not the current run's, or its file is older than the run."""
@@ -729,9 +723,9 @@ class ConsoleState:
         poll and from lines received since."""
         r = self.run
         if r is None or r.state not in ("running", "adopted", "starting", "ready") or r.log_idle_s is None \
-                or self._runs_t is None:
+                or self._runs.listed_at is None:
             return None
-        last = self._runs_t - r.log_idle_s
+        last = self._runs.listed_at - r.log_idle_s
         if self._line_t is not None and self.log_run_id == r.run_id:
             last = max(last, self._line_t)
         silent = self.clock() - last
@@ -741,13 +735,8 @@ class ConsoleState:
         return self.spec_sum / self.spec_n if self.spec_n else None
 
     def server_pids(self) -> set[int]:
-        r = self.run
-        if r is None:
-            return set()
-        s = set(r.pids)
-        if r.pid:
-            s.add(r.pid)
-        return s
+        """:meth:`RunsSlice.server_pids <mambaconsole.slices.runs.RunsSlice.server_pids>`."""
+        return self._runs.server_pids()
 
     # --------------------------------------------------------------- apply
     def apply(self, ev: Any) -> set[str]:
@@ -756,31 +745,14 @@ class ConsoleState:
         entry = SLICES.get(type(ev))
         if entry is None:
             raise TypeError(f"ConsoleState cannot apply {type(ev).__name__}")
-        name, handler = entry
-        return handler(self._slice_of[name], ev) | {"header"}
+        changed = {"header"}
+        for name, handler in entry:
+            changed |= handler(self._slice_of[name], ev)
+        return changed
 
     def peak_mib(self, run: RunInfo) -> float | None:
         """:meth:`GpuSlice.peak_of <mambaconsole.slices.gpu.GpuSlice.peak_of>`."""
         return self._gpu.peak_of(run)
-
-    def _on_Phase(self, ev: Phase) -> set[str]:
-        self.phase = ev if ev.text else None
-        return set()
-
-    def _on_RunsListed(self, ev: RunsListed) -> set[str]:
-        self.runs = list(ev.runs)
-        self.not_adopted = ev.not_adopted
-        self._runs_t = self.clock()
-        cur = next((r for r in ev.runs if r.run_id == ev.current), None)
-        changed = {"runs"}
-        if cur is not None:
-            if self.run is None or self.run.run_id != cur.run_id:
-                self._new_run()
-                changed |= {"log", "spec", "gpu", "args"}
-            elif (self.run.state, self.run.exit_code) != (cur.state, cur.exit_code):
-                changed |= {"spec", "args"}  # its end can make a traceback the failure (spec pane, sizing flags)
-            self.run = cur
-        return changed
 
     def _new_run(self) -> None:
         self.ready_seen = False
@@ -807,11 +779,7 @@ class ConsoleState:
         self.dumped_args = None
         self.runtime_caps = {}
         self.runtime_cap_events = {}
-        self.server_info = None
-        self.metrics = {}
-        self.metric_totals = {}
-        self.metrics_t = None
-        self.latency = None
+        self._server.new_run()
         self.last_batch = None
         self.batch_t = None
         self.recent_batches.clear()
@@ -871,8 +839,7 @@ class ConsoleState:
             if history:
                 self._line_t = self._last_line_time(lines) or self._line_t
             if following_current:
-                self.last_data = self._line_t if self.last_data is None or not history \
-                    else max(self.last_data, self._line_t)
+                self._runs.note_data(self._line_t, history=history)
         texts = [ln.text for ln in lines]
         sevs, access = classify(texts)
         log = self.log
@@ -1128,34 +1095,14 @@ class ConsoleState:
         self.mamba_pool_slots = self.mamba_slots_per_request = None
         self._low_run, self.collapsed = 0, False
 
-    def _on_ServerInfo(self, ev: ServerInfo) -> set[str]:
+    def _on_server_info(self, ev: ServerInfo) -> set[str]:
+        """The args and spec side of a ``/server_info`` answer (the server slice keeps it)."""
         if ev.data is None:
-            self.server_info_error = ev.error
             return set()
-        self.last_data = self.clock()  # the server answered (header: data age)
-        if ev.data == self.server_info and self.server_info_error is None:
-            return set()  # the same answer again: nothing to redraw
-        self.server_info, self.server_info_error = ev.data, None
-        self._link.note_version(ev.data.get("version"))
         self._compare_live()
         if self.spec_enabled is None and "speculative_algorithm" in ev.data:
             self.spec_enabled = bool(ev.data.get("speculative_algorithm"))
-        return {"args", "spec"}
-
-    def _on_MetricsSnapshot(self, ev: MetricsSnapshot) -> set[str]:
-        if ev.error is None:
-            self.metrics_t = self.last_data = self.clock()  # the server answered (header: data age)
-        changed = set()
-        if ev.error is None and ev.latency != self.latency:
-            self.latency = ev.latency
-            changed.add("spec")
-        if ev.error is None and ev.values != self.metrics:
-            self.metrics = dict(ev.values)
-            changed.add("spec")
-        if ev.error is None and ev.totals != self.metric_totals:
-            self.metric_totals = dict(ev.totals)
-            changed.add("spec")
-        return changed
+        return set()
 
     def _on_Resolution(self, ev: Resolution) -> set[str]:
         self.resolution = ev.result
@@ -1272,21 +1219,23 @@ def _norm(v: Any) -> Any:
     return v
 
 
-#: every event type the state folds in -> (its data source, the handler that folds it in):
-#: the handler is called with that slice of the state (``link`` the connection and node facts,
-#: ``gpu`` the GPU readings; ``state``: the rest, still on :class:`ConsoleState` itself: the
-#: node's run history and the relaunch phase, the current run's log, the live server's HTTP
-#: answers, the resolved ServerArgs) and returns the panes to redraw
-SLICES: dict[type, tuple[str, Callable[[Any, Any], set[str]]]] = {
-    Connection: ("link", LinkSlice.on_connection),
-    NodeFacts: ("link", LinkSlice.on_node_facts),
-    RunsListed: ("state", ConsoleState._on_RunsListed),
-    Phase: ("state", ConsoleState._on_Phase),
-    LogLines: ("state", ConsoleState._on_LogLines),
-    GpuSnapshot: ("gpu", GpuSlice.on_snapshot),
-    ServerInfo: ("state", ConsoleState._on_ServerInfo),
-    MetricsSnapshot: ("state", ConsoleState._on_MetricsSnapshot),
-    Resolution: ("state", ConsoleState._on_Resolution),
+#: every event type the state folds in -> its handlers as (data source, handler), in order:
+#: each handler is called with that slice of the state (``link`` the connection and node
+#: facts, ``runs`` the node's run history and the relaunch phase, ``gpu`` the GPU readings,
+#: ``server`` the live server's HTTP answers; ``state``: the rest, still on
+#: :class:`ConsoleState` itself: the current run's log, the resolved ServerArgs) and returns
+#: the panes to redraw
+SLICES: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]] = {
+    Connection: (("link", LinkSlice.on_connection),),
+    NodeFacts: (("link", LinkSlice.on_node_facts),),
+    RunsListed: (("runs", RunsSlice.on_runs_listed),),
+    Phase: (("runs", RunsSlice.on_phase),),
+    LogLines: (("state", ConsoleState._on_LogLines),),
+    GpuSnapshot: (("gpu", GpuSlice.on_snapshot),),
+    ServerInfo: (("server", ServerSlice.on_info), ("link", LinkSlice.on_server_info),
+                 ("state", ConsoleState._on_server_info)),
+    MetricsSnapshot: (("server", ServerSlice.on_metrics),),
+    Resolution: (("state", ConsoleState._on_Resolution),),
 }
 
 #: what the panes show of each event the run's log gives (:mod:`mambaconsole.sglang.events`)

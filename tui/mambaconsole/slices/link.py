@@ -1,7 +1,7 @@
 """The ``link`` slice: the connection to the node and what the session learned about the node
 (host, SGLang version, its python, simulated). Fed by :class:`~mambaconsole.state.Connection`
 and :class:`~mambaconsole.state.NodeFacts`; the live server's ``/server_info`` version and a
-simulated GPU reading also land here (:meth:`LinkSlice.note_version`, :meth:`note_simulated`)."""
+simulated GPU reading also land here (:meth:`LinkSlice.on_server_info`, :meth:`note_simulated`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mambaconsole.state import Connection, NodeFacts
+    from mambaconsole.state import Connection, NodeFacts, ServerInfo
 
 
 class LinkSlice:
@@ -46,6 +46,12 @@ class LinkSlice:
             self.connected, self.lost_since = False, ev.since
         self.connection_detail = ev.detail
         self.reconnect_attempts, self.retry_at = ev.attempts, ev.retry_at
+        return set()
+
+    def on_server_info(self, ev: ServerInfo) -> set[str]:
+        """The live server's ``/server_info`` names its SGLang version (``version``)."""
+        if ev.data is not None:
+            self.note_version(ev.data.get("version"))
         return set()
 
     def note_version(self, version: object) -> None:
