@@ -11,6 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from fixtures.screen import shown
 import pytest
 
 from fixtures.console import wait_until
@@ -48,7 +49,7 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
         assert first.argv[3:] == tuple(sim_demo.sim_command(sim_demo.first_failing_argv(port=demo.port),
                                                             speed=SPEED)[3:])
         assert "OutOfMemoryError" in app.state.failure
-        assert app.state.simulated and "SIMULATED" in str(app.bar.render())
+        assert app.state.simulated and "SIMULATED" in shown(app.bar)
         # the GPU pane reads the sim's GPU: the default --sim-gpu "RTX PRO 6000 Blackwell,96"
         await wait_until(pilot, lambda: app.state.gpu and app.state.gpu.gpus)
         g = app.state.gpu.gpus[0]
@@ -88,7 +89,7 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
         assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change from previous run")])
         await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("OOM exit 137"), what="the first run's outcome")
         # the highlighted run in full under the table: the whole argv change, which the column cuts
-        detail = lambda: str(app.screen.query_one("#hist-detail").render())  # noqa: E731
+        detail = lambda: shown(app.screen.query_one("#hist-detail"))  # noqa: E731
         assert f"run {new.run_id}" in " ".join(detail().split())
         assert "--mamba-full-memory-ratio 0.4" in detail() and "--max-mamba-cache-size 24" in detail()
         # Enter on the older run: the history closes and the log pane shows that run's log
@@ -127,7 +128,7 @@ async def test_preflight_refuses_without_stopping_the_server(demo_home):
         # 0.5.11's ValueError names --mamba-scheduler-strategy no_buffer (sglang-observables §4.3)
         assert err["type"] == "ValueError"
         assert "--mamba-scheduler-strategy no_buffer" in err["message"]
-        assert "PRE-FLIGHT REFUSED" in str(ed.query_one("#ed-verdict").render())
+        assert "PRE-FLIGHT REFUSED" in shown(ed.query_one("#ed-verdict"))
         assert ed.query_one("#ed-go").disabled
         await pilot.press("ctrl+y")  # refused: the editor stays, nothing is stopped
         await pilot.pause(0.5)
@@ -190,7 +191,7 @@ async def test_access_lines_of_the_polls_dim_hide_show(demo_home):
         # default: hidden from the view, kept in the state, counted in the status line
         assert pane.access_mode == "hide"
         assert not any(is_poll(ln.text) for ln in pane._shown)
-        assert "poll lines hidden (a)" in str(pane.query_one("#log-status").render())
+        assert "poll lines hidden (a)" in shown(pane.query_one("#log-status"))
         n_before = app.state.log_total
         await wait_until(pilot, lambda: app.state.log_total > n_before + 2, timeout=30, what="more lines")
         assert not any(is_poll(ln.text) for ln in pane._shown)  # new ones stay hidden too
@@ -200,10 +201,10 @@ async def test_access_lines_of_the_polls_dim_hide_show(demo_home):
         await pilot.press("a")
         await pilot.pause(0.1)
         assert pane.access_mode == "dim"
-        shown = {ln.text: ln for ln in pane._shown}
-        assert set(polls) <= set(shown)
+        by_text = {ln.text: ln for ln in pane._shown}
+        assert set(polls) <= set(by_text)
         for t in polls:
-            styled = pane.view.line_text(shown[t])
+            styled = pane.view.line_text(by_text[t])
             assert any(sp.start == 0 and sp.end == len(t) and "dim" in str(sp.style) for sp in styled.spans), styled.spans
         ready = next(ln for ln in pane._shown if "fired up" in ln.text)
         assert not any(sp.start == 0 and sp.end == len(ready.text) and "dim" in str(sp.style)

@@ -9,6 +9,7 @@ import asyncio
 import re
 from pathlib import Path
 
+from fixtures.screen import shown
 import pytest
 
 from fixtures.console import wait_until
@@ -103,11 +104,11 @@ async def test_picking_runs_never_folds_the_current_log_twice(demo_home):
 
 
 def header(app) -> str:
-    return str(app.bar.render())
+    return shown(app.bar)
 
 
 def spec_text(app) -> str:
-    return str(app.spec_pane.query_one("#spec-stats").render())
+    return shown(app.spec_pane.query_one("#spec-stats"))
 
 
 _DECODE_USAGE = re.compile(r"Decode batch, #running-req: (\d+), .*full token usage: ([\d.]+), mamba num: \d+, "
@@ -190,7 +191,7 @@ async def test_stopped_run_is_last_seen_and_one_vocabulary(demo_home):
         await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen")
         await pilot.press("R")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
-        said = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        said = " ".join(shown(w) for w in app.screen.query("Static"))
         assert "only starts a new run" in said and "Stops run" not in said
         await pilot.press("escape")
 

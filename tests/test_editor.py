@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from fixtures.screen import shown
 import pytest
 from textual.widgets import Input, Select, Switch
 
@@ -157,13 +158,13 @@ async def test_boolean_rows_show_on_off_and_add_or_remove_the_bare_flag():
         for flag in store_true:  # every flag row has a switch, prefilled from the run, and says on/off
             sw = ed.query_one("#f-" + flag[2:].replace("-", "_"), Switch)
             assert sw.value is (flag in ARGS)
-            state = str(ed.query_one(f"#{sw.id}-state").render())
+            state = shown(ed.query_one(f"#{sw.id}-state"))
             assert state.startswith("on" if flag in ARGS else "off"), (flag, state)
         radix = ed.query_one("#f-disable_radix_cache", Switch)
         radix.focus()
         await pilot.press("space")  # off: the bare flag goes
         await pilot.pause()
-        assert str(ed.query_one("#f-disable_radix_cache-state").render()).startswith("off")
+        assert shown(ed.query_one("#f-disable_radix_cache-state")).startswith("off")
         adaptive = ed.query_one("#f-speculative_adaptive", Switch)
         adaptive.focus()
         await pilot.press("space")  # on: the bare flag comes
@@ -171,8 +172,8 @@ async def test_boolean_rows_show_on_off_and_add_or_remove_the_bare_flag():
         new = ed.edited_args()
         want = PROGRAM[3:] + [a for a in ARGS if a != "--disable-radix-cache"] + ["--speculative-adaptive"]
         assert new == want
-        shown = str(ed.query_one("#ed-diff").render())
-        assert "+ --speculative-adaptive" in shown and "- --disable-radix-cache" in shown
+        diff = shown(ed.query_one("#ed-diff"))
+        assert "+ --speculative-adaptive" in diff and "- --disable-radix-cache" in diff
         assert ed.changed_fields() == ["--disable-radix-cache", "--speculative-adaptive"]
         # the sim's resolver reads the edited argv as SGLang would
         await pilot.press("ctrl+r")
@@ -252,13 +253,13 @@ async def test_a_typed_value_is_kept_as_typed_or_refused_at_the_field(fid, typed
         assert inp.content_region.height >= 1  # and still seen while refused (no border eating the row)
         # refused where it was typed, in argparse's words (argparse._get_value)
         err = ed.query_one(f"#{fid}-error")
-        assert err.display and f"invalid {kind} value: {typed!r}" in str(err.render())
+        assert err.display and f"invalid {kind} value: {typed!r}" in shown(err)
         assert err.region.y > inp.region.y and err.region.height >= 1  # shown, under the field
         # no pre-flight, no relaunch with it
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert ed.verdict is None and ed.query_one("#ed-go").disabled
-        assert "invalid:" in str(ed.query_one("#ed-verdict").render())
+        assert "invalid:" in shown(ed.query_one("#ed-verdict"))
         # a valid value clears the message
         await type_into(pilot, ed, fid, "24")
         assert inp.value == "24" and not err.display
@@ -285,6 +286,6 @@ async def test_a_max_mamba_cache_size_the_argument_check_passes_says_what_sglang
         await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == new, what="pre-flight")
         await pilot.pause()
         assert ed.verdict["fields"]["max_mamba_cache_size"]["value"] == int(typed)  # SGLang's parser took it
-        verdict = str(ed.query_one("#ed-verdict").render())
+        verdict = shown(ed.query_one("#ed-verdict"))
         assert "ARGUMENTS OK" in verdict
         assert f"--max-mamba-cache-size {typed}: " in verdict and said in verdict.replace("\n", " ")

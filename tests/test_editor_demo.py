@@ -5,6 +5,7 @@ the editor's own keys; one wording for "not given"; the parser's whole help text
 
 from __future__ import annotations
 
+from fixtures.screen import shown
 import pytest
 from textual.widgets import Footer
 
@@ -39,13 +40,13 @@ async def test_preflight_on_the_argv_that_ran_out_of_memory(demo_home):
                 texts.append(str(inp.placeholder))
         for st in ed.query(".state"):
             if not st.has_class("-on"):
-                texts.append(str(st.render()))
+                texts.append(shown(st))
         assert texts and all("not given · default " in t for t in texts), texts
         assert not any("(not given" in t or "(default" in t for t in texts), texts
 
         # the parser's whole help for --mamba-backend (wrapped, not cut)
         opt = next(p for p in ed.params if "--mamba-backend" in p["option_strings"])
-        helps = [h for h in ed.query(".help") if opt["help"].strip() == str(h.render()).strip()]
+        helps = [h for h in ed.query(".help") if opt["help"].strip() == shown(h).strip()]
         assert helps, "the --mamba-backend help is shown whole"
         assert helps[0].size.height >= 2 or len(opt["help"]) <= helps[0].size.width
 
@@ -53,7 +54,7 @@ async def test_preflight_on_the_argv_that_ran_out_of_memory(demo_home):
         # pool (the numbers for the seed), a cap that fits, and the OOM run named
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
-        verdict = str(ed.query_one("#ed-verdict").render())
+        verdict = shown(ed.query_one("#ed-verdict"))
         assert "PRE-FLIGHT OK" not in verdict
         assert "SGLang accepts them" in verdict and "memory is not checked" not in verdict, verdict
         assert "predicted: out of memory allocating the Mamba pool: needs 9.6 GiB, 8.0 free; --max-mamba-cache-size " \
@@ -64,6 +65,6 @@ async def test_preflight_on_the_argv_that_ran_out_of_memory(demo_home):
         ed.query_one("#f-max_mamba_cache_size").value = "24"
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: ed.verdict is not None and ed.verdict_for == ed.edited_args(), what="pre-flight")
-        verdict = str(ed.query_one("#ed-verdict").render())
+        verdict = shown(ed.query_one("#ed-verdict"))
         assert "with these arguments ended" not in verdict, verdict
         assert "predicted: fits: " in verdict and "24 Mamba slots, 4 requests" in verdict, verdict

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fixtures.screen import shown, shown_lines
 import pytest
 
 from fixtures.console import wait_until
@@ -61,7 +62,7 @@ async def test_the_oom_screen_names_the_allocation_and_its_flags(demo_home):
         argv = app.state.run.argv
         for flag, value in given.items():
             assert argv[argv.index(flag) + 1] == value
-        head = str(app.query_one("StatusBar").render()).splitlines()[1]
+        head = shown_lines(app.query_one("StatusBar"))[1]
         assert head.startswith(f" OOM allocating {name} {tried} GiB (Mamba pool, speculative) · sized by "
                                "--max-running-requests 16, --speculative-num-draft-tokens ")
         # ServerArgs: the sizing flags first, in that order
@@ -70,7 +71,7 @@ async def test_the_oom_screen_names_the_allocation_and_its_flags(demo_home):
         # the speculative pane gives its room to the failure
         spec = app.query_one("SpecPane")
         assert spec.border_title.startswith("Failure")
-        text = str(spec.query_one("#spec-stats").render())
+        text = shown(spec.query_one("#spec-stats"))
         assert f"OOM allocating {name} ({tried} GiB)" in text and "sized by:" in text
         assert "--mamba-scheduler-strategy extra_buffer" in " ".join(text.split())
         # the same run as predicted from its arguments before the load (issue 18), beside the
@@ -78,7 +79,7 @@ async def test_the_oom_screen_names_the_allocation_and_its_flags(demo_home):
         free = re.search(r"of which ([\d.]+) GiB is free", log)[1]
         await wait_until(pilot, lambda: app.state.memory_plan is not None, timeout=60, what="the prediction")
         await pilot.pause(0.3)
-        text = " ".join(str(spec.query_one("#spec-stats").render()).split())
+        text = " ".join(shown(spec.query_one("#spec-stats")).split())
         assert (f"predicted before the load: out of memory allocating the Mamba pool: needs {float(tried):.1f} GiB, "
                 f"{float(free):.1f} free") in text, text
         assert "--max-mamba-cache-size " in text.split("predicted before the load:")[1]

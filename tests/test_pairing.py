@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from fixtures.screen import shown
 import pytest
 
 from fixtures.console import console_for, wait_until
@@ -78,7 +79,7 @@ async def test_reconnect_resumes_log_without_loss_or_repeat(ssh_home, tmp_path, 
         await wait_until(pilot, lambda: not app.state.connected, what="the connection lost state")
         shown_at_cut = app.state.log_total
         await pilot.pause(1.2)
-        header = str(app.bar.render())
+        header = shown(app.bar)
         assert "CONNECTION LOST" in header and " s ago" in header and "reconnecting" in header
         # a relaunch pressed while disconnected is refused: no confirm screen, no new run
         await pilot.press("R")
@@ -99,7 +100,7 @@ async def test_reconnect_resumes_log_without_loss_or_repeat(ssh_home, tmp_path, 
         assert app.state.run.run_id == run.run_id
         assert [ln.text for ln in app.state.log] == written
         assert app.feed.link.reconnects >= 1
-        assert "CONNECTION LOST" not in str(app.bar.render())
+        assert "CONNECTION LOST" not in shown(app.bar)
     async with LocalNode() as local:
         runs = await RunStore(local).list(adopt=False)
         assert [r.run_id for r in runs if not r.adopted] == [run.run_id]  # the refused relaunch started nothing
@@ -127,7 +128,7 @@ async def test_reconnect_follows_a_run_relaunched_meanwhile(ssh_home, tmp_path, 
                          what="the new run")
         await wait_until(pilot, lambda: app.state.log_total == 3, what="run 2's log")
         assert [ln.text for ln in app.state.log] == ["n 00001", "n 00002", "n 00003"]
-        header = str(app.bar.render())
+        header = shown(app.bar)
         assert f"now following run {second.run_id}" in header and "bob@laptop" in header
     async with LocalNode() as local:
         await RunStore(local).stop(second.run_id, int_s=5)
@@ -167,7 +168,7 @@ async def test_sigkill_is_dead_with_exit_status_never_running(node_home, tmp_pat
             after = seen[next(i for i, w in enumerate(seen) if w == "dead"):]
             assert set(after) == {"dead"}
             assert app.state.run.exit_code == 128 + signal.SIGKILL
-            assert f"DEAD exit {128 + signal.SIGKILL}" in str(app.bar.render())
+            assert f"DEAD exit {128 + signal.SIGKILL}" in shown(app.bar)
         rec = await store.get(run.run_id)
         assert (rec.state, rec.exit_code, rec.record.get("signal")) == ("exited", 137, "SIGKILL")
 
@@ -211,15 +212,15 @@ async def test_stale_log_trap_new_run_never_started(node_home, tmp_path, no_conf
             await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == new.run_id, what="the new run")
             await wait_until(pilot, lambda: app.state.log_total >= 1, what="the new run's log")
             assert app.state.status == "never started"
-            header = str(app.bar.render())
+            header = shown(app.bar)
             # the one-line header names the program by its path's end; the log has it whole
             tail = "/".join(Path(missing).parts[-3:])
             assert "NEVER STARTED" in header and "the run never started" in header and tail in header
-            shown = [ln.text for ln in app.state.log]
-            assert not any("old run line" in t for t in shown)
-            assert any(missing in t for t in shown)  # the new run's own log says why
+            texts = [ln.text for ln in app.state.log]
+            assert not any("old run line" in t for t in texts)
+            assert any(missing in t for t in texts)  # the new run's own log says why
             assert app.state.log_run_id == new.run_id
-            assert f"log of run {new.run_id}" in str(app.log_pane.query_one("#log-title").render())
+            assert f"log of run {new.run_id}" in shown(app.log_pane.query_one("#log-title"))
 
 
 async def test_log_silent_while_alive_is_flagged_after_a_bound(node_home, tmp_path):
@@ -283,7 +284,7 @@ async def test_two_consoles_relaunch_together_make_one_run(ssh_home, tmp_path, n
         await pb.press("y")
         await wait_until(pb, lambda: b.state.notice and "relaunch refused" in b.state.notice, timeout=30,
                          what="console B refused")
-        header = str(b.bar.render())
+        header = shown(b.bar)
         assert f"relaunch lock held by {console_identity()}" in header and "since" in header
         await wait_until(pa, lambda: a.state.run and a.state.run.run_id != first.run_id, timeout=40,
                          what="A's new run")
