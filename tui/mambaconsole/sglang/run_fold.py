@@ -14,9 +14,9 @@ Usage::
 What it holds: the boots (server starts) with, for the last one, the phase reached, the
 outcome, the failure and its root cause, the per-rank memory budget (GB as SGLang prints it,
 2**30 bytes), the draft model's weights, the speculative tally, the decode samples for the
-Mamba capacity (the last :data:`DECODES_KEEP`), the line severities' first error, the
-access lines answered. Memory is bounded by the number of boots, ranks and tracebacks, not by
-the number of lines.
+Mamba capacity (the last :data:`DECODES_KEEP` of the last boot; an earlier boot keeps none),
+the line severities' first error, the access lines answered. Memory is bounded by the number of
+boots, ranks and tracebacks, not by the number of lines.
 
 Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
 
@@ -451,6 +451,11 @@ class RunFold:
         return self.boots[-1]
 
     def _new_boot(self) -> Boot:
+        # only the last boot's decode lines and usage pairs are read (capacity, last decode):
+        # an earlier boot lets them go, so a log of many boots holds one boot's worth
+        prev = self.boots[-1]
+        prev.decodes.clear()
+        prev.usage_pairs.clear()
         b = Boot()
         self.boots.append(b)
         self.loaded_ranks = set()
