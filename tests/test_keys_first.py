@@ -103,3 +103,37 @@ def test_one_scan_per_batch_gives_each_line_its_own_severity_and_access_flag():
             sevs, access = classify(batch)
             assert sevs == [severity(t) for t in batch]
             assert access == [is_poll_access(t) for t in batch]
+
+
+async def test_a_flood_is_drawn_at_most_once_a_frame_and_its_last_lines_are_drawn():
+    from mambaconsole.ui.app import LOG_FRAME_S
+
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        draws: list[float] = []
+        refresh = app.log_pane.refresh_from
+
+        def counted(state):
+            draws.append(asyncio.get_running_loop().time())
+            refresh(state)
+
+        app.log_pane.refresh_from = counted
+        off = 0
+        # 40 batches of 5 lines, one every 2 ms (a flood the console keeps up with)
+        for _ in range(40):
+            batch = lines(5, off)
+            off = batch[-1].offset + batch[-1].nbytes + 1
+            app._intake.put(LogLines("r1", batch))
+            app.post_message(M.LogPending())
+            await asyncio.sleep(0.002)
+        for _ in range(100):
+            await pilot.pause(0.01)
+            if app.log_pane._seen_total == 200:
+                break
+        assert app.state.log_total == 200
+        assert app.log_pane._seen_total == 200  # the last batch is drawn, after the frame interval
+        gaps = [b - a for a, b in zip(draws, draws[1:])]
+        assert gaps and min(gaps) >= LOG_FRAME_S * 0.9  # never two redraws within a frame

@@ -50,6 +50,11 @@ LOG_SLICE_S = 0.012
 #: often (seconds), the other panes at most every LOG_DRAW_ALL_S
 LOG_DRAW_S = 0.25
 LOG_DRAW_ALL_S = 2.0
+#: the panes are redrawn from folded log lines at most this often (seconds): a line after a
+#: quiet spell is drawn at once, a flood at most 30 times a second (each redraw re-renders the
+#: log view, the status line, the speculative stats; at Textual's 60 frames a second a flood
+#: spent most of the CPU drawing and key presses waited behind the frames)
+LOG_FRAME_S = 1 / 30
 #: the runs listing backs off up to this many poll intervals while nothing changes (the
 #: current run's own status changes reach us at once through its log stream)
 RUNS_IDLE_FACTOR = 5
@@ -202,6 +207,8 @@ class ConsoleApp(App[int]):
         self._intake = LogIntake()  # log lines received, not folded in yet
         self._log_changed: set[str] = set()  # panes the folded lines changed, not redrawn yet
         self._drawn_at = self._drawn_all_at = 0.0
+        self._frozen_after_log = False  # gc.freeze() again once the log's history is read
+        self._log_frame_timer = None  # a Timer: draws what the last fold changed, LOG_FRAME_S after the last draw
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -511,7 +518,8 @@ class ConsoleApp(App[int]):
     def _log_pending(self, _msg: M.LogPending) -> None:
         """Fold the waiting log lines in for at most LOG_SLICE_S seconds; with more waiting, go
         again after the messages queued meanwhile (key presses first). While lines wait, the
-        panes are redrawn every LOG_DRAW_S seconds, not after every slice."""
+        panes are redrawn every LOG_DRAW_S seconds, not after every slice; once none wait, at
+        once, or LOG_FRAME_S after the last redraw."""
         if self._closing:
             return
         t0 = time.perf_counter()
@@ -523,10 +531,16 @@ class ConsoleApp(App[int]):
         self._check_follow()
         more = self._intake.pending
         now = time.perf_counter()
+        if not more and not self._frozen_after_log and self.state.reading_left() is None:
+            # what the first read of the log built to last (SGLang knowledge, imported on first
+            # use; the fold; the panes' caches) joins startup's out of the collector's full passes
+            self._frozen_after_log = True
+            gc.freeze()
         if not more:
-            self.refresh_panes(changed)
-            changed.clear()
-            self._drawn_at = self._drawn_all_at = now
+            if now - self._drawn_at >= LOG_FRAME_S:
+                self._draw_log_changes()
+            elif self._log_frame_timer is None and changed:
+                self._log_frame_timer = self.set_timer(self._drawn_at + LOG_FRAME_S - now, self._draw_log_changes)
         elif now - self._drawn_at >= LOG_DRAW_S:
             # behind: the log and the header often, the other panes (a new layout each, as
             # their text changes height) once a second
@@ -542,6 +556,17 @@ class ConsoleApp(App[int]):
             # without a turn of the event loop, so keys (from the driver's thread), the screen's
             # refresh timer and the node's stream would wait for the whole backlog
             asyncio.get_running_loop().call_soon(self.post_message, M.LogPending())
+
+    def _draw_log_changes(self) -> None:
+        """Redraw the panes the folded log lines changed (:data:`LOG_FRAME_S` apart at most)."""
+        if self._log_frame_timer is not None:
+            self._log_frame_timer.stop()
+            self._log_frame_timer = None
+        if self._closing:
+            return
+        self.refresh_panes(self._log_changed)
+        self._log_changed.clear()
+        self._drawn_at = self._drawn_all_at = time.perf_counter()
 
     @on(M.Fed)
     def _fed(self, msg: M.Fed) -> None:
