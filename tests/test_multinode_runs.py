@@ -6,6 +6,7 @@ servers, its own loopback address), real tmux, simulated SGLang servers honourin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -178,3 +179,42 @@ def test_killed_rank1_shows_dead_beside_rank0_waiting(two_nodes, capsys):
     assert rc == 0, err
     assert out.splitlines()[-1] == (f"run across nodes {gid}: rank 1 dead (exit 137, SIGKILL) while rank 0 stopped "
                                     "(exit 130)")
+
+
+async def test_console_on_rank0_shows_every_rank_and_opens_rank1s_log(two_nodes, capsys, no_config):
+    from fixtures.console import console_for, wait_until
+    from mambaconsole.node import node_for
+    from mambaconsole.ui.header import status_text
+    from mambaconsole.ui.run_picker import RankLogScreen, RunPicker
+
+    b = two_nodes["node-b"]
+    gid, (r0, r1), _ = await asyncio.to_thread(_launch, capsys, *_args("--sim-speed", "0.02"))
+    await asyncio.to_thread(_wait_log, b, r1, "Init torch distributed begin.")
+    os.killpg(_status(b, r1)["pid"], signal.SIGKILL)
+    app = console_for(node_for("node-a"), python=sys.executable, module="mambaconsole.sim")
+    app.RANKS_POLL_S = 0.5
+    async with app.run_test(size=(120, 40)) as pilot:
+        want = "rank 1 dead (exit 137, SIGKILL) while rank 0 waits at distributed init"
+        await wait_until(pilot, lambda: app.state.slices.ranks.line == want, what="the ranks' fates")
+        assert app.state.run.run_id == r0
+        header = status_text(app.state, {}, 120).plain
+        assert f"ranks: {want}" in header
+        await pilot.press("r")
+        picker = await wait_until(pilot, lambda: isinstance(app.screen, RunPicker) and app.screen, what="the picker")
+        from textual.widgets import OptionList
+
+        options = picker.query_one(OptionList)
+        first = options.get_option_at_index(0)
+        assert first.id == "rank:1" and str(first.prompt).startswith(f"rank 1 on node-b  {r1}  rank 1 dead (exit 137")
+        options.highlighted = 0
+        await pilot.press("enter")
+        screen = await wait_until(pilot, lambda: isinstance(app.screen, RankLogScreen) and app.screen,
+                                  what="rank 1's log")
+        from textual.widgets import RichLog
+
+        log = screen.query_one(RichLog)
+        await wait_until(pilot, lambda: any("Init torch distributed begin." in line.text for line in log.lines),
+                         what="rank 1's log text")
+        await pilot.press("escape")
+    rc, out, err = await asyncio.to_thread(cli, capsys, "stop", "node-a", r0, "--int-timeout", "10")
+    assert rc == 0, err

@@ -30,6 +30,7 @@ from mambaconsole.sglang.oom_site import oom_site
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 from mambaconsole.slices.gpu import GPU_HISTORY, GPU_STALE_S, GpuSlice  # noqa: F401 - re-exported
 from mambaconsole.slices.link import LinkSlice
+from mambaconsole.slices.ranks import RanksRead, RanksSlice  # noqa: F401 - RanksRead re-exported
 from mambaconsole.slices.runs import RunsSlice
 from mambaconsole.slices.server import ServerSlice
 from mambaconsole.units import fmt_duration  # noqa: F401 - the one duration formatter, re-exported
@@ -432,6 +433,7 @@ class Slices:
     runs: RunsSlice
     gpu: GpuSlice
     server: ServerSlice
+    ranks: RanksSlice
 
 
 def _forward(slice_name: str, field_name: str) -> property:
@@ -461,10 +463,12 @@ class ConsoleState:
         gpu = GpuSlice(clock, lambda: runs.run, link.note_simulated)
         server = ServerSlice(clock, runs.note_data)
         #: the slices, one per data source (:mod:`mambaconsole.slices`)
-        self.slices = Slices(link=link, runs=runs, gpu=gpu, server=server)
+        ranks = RanksSlice()
+        self.slices = Slices(link=link, runs=runs, gpu=gpu, server=server, ranks=ranks)
         self._link, self._runs, self._gpu, self._server = link, runs, gpu, server
         #: SLICES / LOG_EVENTS slice names -> the objects their handlers are called with
-        self._slice_of: dict[str, Any] = {"link": link, "runs": runs, "gpu": gpu, "server": server, "state": self}
+        self._slice_of: dict[str, Any] = {"link": link, "runs": runs, "gpu": gpu, "server": server, "ranks": ranks,
+                                          "state": self}
         self._log_view: dict[type, Callable[[Any], set[str]] | None] = {}  # LOG_EVENTS, bound
         self.log_run_id: str | None = None  # whose log the log pane shows
         # server
@@ -1222,7 +1226,7 @@ def _norm(v: Any) -> Any:
 #: every event type the state folds in -> its handlers as (data source, handler), in order:
 #: each handler is called with that slice of the state (``link`` the connection and node
 #: facts, ``runs`` the node's run history and the relaunch phase, ``gpu`` the GPU readings,
-#: ``server`` the live server's HTTP answers; ``state``: the rest, still on
+#: ``server`` the live server's HTTP answers, ``ranks`` a run across nodes' ranks; ``state``: the rest, still on
 #: :class:`ConsoleState` itself: the current run's log, the resolved ServerArgs) and returns
 #: the panes to redraw
 SLICES: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]] = {
@@ -1236,6 +1240,7 @@ SLICES: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]] = {
                  ("state", ConsoleState._on_server_info)),
     MetricsSnapshot: (("server", ServerSlice.on_metrics),),
     Resolution: (("state", ConsoleState._on_Resolution),),
+    RanksRead: (("ranks", RanksSlice.on_ranks),),
 }
 
 #: what the panes show of each event the run's log gives (:mod:`mambaconsole.sglang.events`)

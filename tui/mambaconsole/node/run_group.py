@@ -223,3 +223,41 @@ class _Unreachable:
         async def fail(*a, **kw):
             raise NodeError(f"{self.host}: {self.why}")
         return fail
+
+
+class GroupWatch:
+    """For a console on one node: the run across nodes its current run belongs to, read from
+    every node. :meth:`read` (re)opens the group when the run changed and returns each rank's
+    view; connections to the other nodes are kept until the run changes or :meth:`close`.
+    ``connect(host)`` gives a connected Node."""
+
+    def __init__(self, host: str, node: Node, store: RunStore, connect: Callable) -> None:
+        self.host, self.node, self.store, self.connect = host, node, store, connect
+        self.run_id: str | None = None
+        self.group: Group | None = None
+
+    async def read(self, run_id: str | None) -> tuple[str | None, list[RankView]]:
+        """``(group id, views)`` for the run ``run_id`` of this node; ``(None, [])`` when it is
+        not a rank of a run across nodes (or there is no run). A run is asked for its group
+        once (one request to this node); only a group's ranks are read again on each call."""
+        if run_id != self.run_id:
+            await self.close()
+            self.run_id = run_id
+            if run_id is None:
+                return None, []
+            run = await self.store.get(run_id)
+            if run.group is not None:
+                self.group = await Group(run.group, (self.host, self.node, self.store, run)).open(self.connect)
+        if self.group is None:
+            return None, []
+        return self.group.id, await views(self.group.members)
+
+    def member(self, rank: int) -> Member | None:
+        if self.group is None:
+            return None
+        return next((m for m in self.group.members if m.rank == rank), None)
+
+    async def close(self) -> None:
+        if self.group is not None:
+            g, self.group = self.group, None
+            await g.close()

@@ -197,6 +197,7 @@ class ConsoleApp(App[int]):
         self._idle_offset = -1
         self._following_run: str | None = None
         self._summaries: dict[str, dict] = {}
+        self._ranks = None  # GroupWatch: the current run's ranks on every node (watch_ranks)
         self._closing = False
         self._idle: dict[str, int] = {}  # poll -> answers in a row that changed nothing
         self._runs_key: tuple | None = None
@@ -352,6 +353,7 @@ class ConsoleApp(App[int]):
         self.load_facts()
         self.poll_runs()
         self.watch_gpu()
+        self.watch_ranks()
 
     @work(exclusive=True, group="facts", exit_on_error=False)
     async def load_facts(self) -> None:
@@ -359,6 +361,33 @@ class ConsoleApp(App[int]):
             self.post_message(M.Fed(await self.feed.facts()))
         except Exception as exc:
             self._lost("facts", exc)
+
+    #: seconds between two reads of the ranks of a run across nodes
+    RANKS_POLL_S = 3.0
+
+    @work(exclusive=True, group="ranks", exit_on_error=False)
+    async def watch_ranks(self) -> None:
+        """The current run's ranks on every node, when it is a rank of a run across nodes
+        (:class:`~mambaconsole.node.run_group.GroupWatch`; one request for a plain run)."""
+        from mambaconsole.node import connect
+        from mambaconsole.node.run_group import GroupWatch
+        from mambaconsole.state import RanksRead
+
+        try:
+            watch = self._ranks = GroupWatch(self.feed.host, self.feed.node, self.feed.store, connect)
+        except AttributeError:  # a feed without a run store (a stand-in): no ranks to read
+            return
+        try:
+            while not self._closing:
+                run_id = self.state.run.run_id if self.state.run is not None else None
+                try:
+                    gid, views = await watch.read(run_id)
+                    self.post_message(M.Fed(RanksRead(run_id, gid, tuple(views))))
+                except Exception:  # noqa: BLE001 - this node unreachable now: read the group again later
+                    watch.run_id = None
+                await asyncio.sleep(self.RANKS_POLL_S)
+        finally:
+            await asyncio.wait_for(watch.close(), timeout=5)
 
     @work(exclusive=True, group="runs", exit_on_error=False)
     async def poll_runs(self) -> None:
@@ -864,8 +893,16 @@ class ConsoleApp(App[int]):
         return self.state.status if self.state.run is not None and self.state.connected else None
 
     def _show_run_log(self, run_id: str | None) -> None:
-        """The log pane shows ``run_id``'s log (chosen in the run picker or the history)."""
+        """The log pane shows ``run_id``'s log (chosen in the run picker or the history); a
+        rank of the run across nodes on another node (``rank:I``) opens its log there."""
         if not run_id:
+            return
+        if run_id.startswith("rank:"):
+            from mambaconsole.ui.run_picker import RankLogScreen
+
+            member = self._ranks.member(int(run_id[5:])) if self._ranks is not None else None
+            if member is not None and member.run is not None:
+                self.push_screen(RankLogScreen(member))
             return
         run = next((r for r in self.state.runs if r.run_id == run_id), None)
         if run is None:
@@ -880,7 +917,8 @@ class ConsoleApp(App[int]):
 
         self.push_screen(RunPicker(self.state.runs, self.state.run.run_id if self.state.run else None,
                                    self._current_word(), feed=self.feed if self.start_workers else None,
-                                   cache=self._summaries), self._show_run_log)
+                                   cache=self._summaries, ranks=self.state.slices.ranks.views,
+                                   host=self.state.host), self._show_run_log)
 
     def action_view_source(self, row) -> None:
         if (why := self.state.live_explanation(row)) is not None:  # a value SGLang set at runtime

@@ -106,6 +106,8 @@ def status_text(state: ConsoleState, styles: dict[str, str], width: int | None =
         where = f"tmux session {o['tmux_session']}" if o.get("tmux_session") else "outside tmux"
         t.append(f" a server of yours runs {where} (pid {o.get('pid')}), not adopted: "
                  f"mambaconsole runs {s.host or 'HOST'} --adopt adopts it", styles.get("starting", "bold"))
+    elif s.slices.ranks.line:  # a run across nodes: every rank's fate, read from its node
+        t.append(f" ranks: {s.slices.ranks.line}", styles.get("dead", "bold") if s.slices.ranks.bad else "")
     elif s.run is not None and s.run.argv:
         t.append(" " + " ".join(s.run.argv), "dim")
     return t
