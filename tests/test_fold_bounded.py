@@ -42,3 +42,38 @@ def test_the_last_boot_reads_the_same_as_a_log_of_that_boot_alone():
     assert three.capacity() == alone.capacity()
     assert three.outcome == alone.outcome
     assert three.spec == alone.spec
+
+
+def test_a_version_named_in_any_case_is_found_past_the_substring_check():
+    # the forms _VERSION_IN_TEXT names, in the cases logs and images spell them
+    for line, want in (("[2026-10-01 12:00:00] SGLang version: 0.5.9", "0.5.9"),
+                       ("pulling image lmsysorg/SGLANG:v0.5.19", "0.5.19"),
+                       ("[2026-10-01 12:00:00] installed sglang==0.5.13.post1", "0.5.13.post1"),
+                       ("[2026-10-01 12:00:00] schedule step: running=3, waiting=0", None)):
+        assert fold_of([line]).version == want, line
+
+
+def test_a_log_streamed_in_blocks_reads_as_the_same_log_held_whole(tmp_path, capsys):
+    """``inspect`` of a log over its 1 MiB head streams it, decoded a block of whole lines at a
+    time; a line with invalid UTF-8 and non-ASCII lines read as they do when the text is held
+    whole (U+FFFD for the invalid bytes)."""
+    import json
+
+    from mambaconsole.cli import main
+    from mambaconsole.commands.inspect import HEAD_BYTES
+    from mambaconsole.sglang.inspect import inspect_text
+
+    body = "\n".join(REAL).encode()
+    odd = (b"[2026-12-01 18:00:00 TP0] bad bytes \xff\xfe here \xe2\x82\n"
+           + "[2026-12-01 18:00:01 TP0] caf\u00e9 \u2192 \u6f22\u5b57\n".encode())
+    data = body + b"\n" + odd
+    while len(data) <= 2 * HEAD_BYTES:
+        data += odd + b"\n".join(ln.encode() for ln in REAL if "batch" in ln) + b"\n"
+    data += body + b"\n"  # the last boot: the real log again
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    assert main(["inspect", str(path), "--json"]) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    whole = json.loads(json.dumps(inspect_text(data.decode("utf-8", "replace"), kind="log")))
+    assert streamed == whole
+    assert streamed["boots"] >= 2

@@ -214,19 +214,23 @@ WHOLE_BYTES = 64 << 20
 
 def _log_lines(f, head: bytes):
     """The physical lines of an open binary file whose first bytes ``head`` were read
-    already (bytes, newline removed)."""
+    already (newline removed): text, UTF-8 with invalid bytes replaced (U+FFFD, as the parser
+    decodes a line of bytes), decoded a block of whole lines at a time (one decode per MiB, and
+    the parser's fast path takes text)."""
     rest = b""
     buf = head
     skipping = False  # inside a line longer than MAX_LINE_BYTES: its rest is dropped
     while True:
-        parts = (rest + buf).split(b"\n")
-        rest = parts.pop()
+        block = rest + buf
+        cut = block.rfind(b"\n") + 1
+        rest = block[cut:]
+        parts = block[:cut - 1].decode("utf-8", "replace").split("\n") if cut else []
         if skipping and parts:
             parts.pop(0)
             skipping = False
         yield from parts
         if len(rest) > MAX_LINE_BYTES and not skipping:  # /dev/zero on stdin: never one unbounded line
-            yield rest[:MAX_LINE_BYTES]
+            yield rest[:MAX_LINE_BYTES].decode("utf-8", "replace")
             rest, skipping = b"", True
         elif skipping:
             rest = b""
@@ -234,7 +238,7 @@ def _log_lines(f, head: bytes):
         if not buf:
             break
     if rest:
-        yield rest
+        yield rest.decode("utf-8", "replace")
 
 
 def _inspect(args: argparse.Namespace, n: int | None):

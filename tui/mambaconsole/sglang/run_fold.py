@@ -92,6 +92,7 @@ __all__ = [
 ]
 
 _DECODE = E.DecodeBatch
+_TEXT = E.Text
 _PREFILL = E.PrefillBatch
 _ACCESS = E.HttpAccess
 
@@ -424,6 +425,18 @@ def _crash_lines(b: Boot) -> None:
     b.pending_error = None
 
 
+def _text_rules(b: Boot, ev: E.Text) -> None:
+    """What a plain text line says: a Mamba pool line cut before its fields, an argparse error."""
+    msg = ev.message
+    if ev.rank and len(msg) >= 8 and _MAMBA_LINE.startswith(msg.rstrip()) and len(msg.rstrip()) >= 8:
+        b.rank(ev.rank).mamba_line_cut = True  # "Mamba Cache is alloca": cut before its fields
+    elif ev.time is None and _ARGPARSE_ERR.match(msg) and ": error: " in msg:
+        if b.failure is None:
+            b.failure = Failure(phase="args", exception="argparse", message=msg.split(": error: ", 1)[1],
+                                rank=None, event=ev)
+        b.ended = True
+
+
 _STARTUP_TYPES = (E.DistributedInit, E.WeightsLoadBegin, E.WeightsLoaded, E.KVCacheAllocated,
                   E.MambaCacheAllocated, E.MemoryPoolEnd, E.GraphCaptureBegin, E.GraphCaptureEnd, E.ReadySummary)
 
@@ -494,6 +507,21 @@ class RunFold:
             b.served = True
             if t is _DECODE:
                 self._decode(b, ev)  # type: ignore[arg-type]
+            return
+        if t is _TEXT:  # plain text (debug lines, request traces): no boot boundary, no startup line
+            if ev.time is not None:
+                self.n_sglang += 1
+            if self.version is None:
+                self.version = _version_in(ev)
+            if self.first_error_line is None and severity(ev.text) == "error":
+                self.first_error_line = ev.line_no
+            b = self.boots[-1]
+            b.n_events += 1
+            r = ev.rank
+            if r:
+                b.rank_tags.add(r)
+                self.ranks.add(r)
+            _text_rules(b, ev)
             return
         if t is _ACCESS:  # the other flood (polls): HTTP answered; a 200 on a serving path once
             self.n_sglang += 1
@@ -635,14 +663,6 @@ class RunFold:
             _crash_lines(b)
             b.killed = True
             b.ended = True
-        elif t is E.Text and ev.rank and _MAMBA_LINE.startswith(ev.message.rstrip()) \
-                and len(ev.message.rstrip()) >= 8:
-            b.rank(ev.rank).mamba_line_cut = True  # "Mamba Cache is alloca": cut before its fields
-        elif t is E.Text and ev.time is None and _ARGPARSE_ERR.match(ev.message) and ": error: " in ev.message:
-            if b.failure is None:
-                b.failure = Failure(phase="args", exception="argparse", message=ev.message.split(": error: ", 1)[1],
-                                    rank=None, event=ev)
-            b.ended = True
 
 
     # ------------------------------------------------------------------ reading
@@ -688,7 +708,8 @@ _VERSION_IN_TEXT = re.compile(r"\bsglang(?:==|:v|:|/v| v| version:? v?)(\d+\.\d+
 def _version_in(e: E.Event) -> str | None:
     """An SGLang version named in a log line itself (``sglang==0.5.13.post1``, an image tag
     ``lmsysorg/sglang:v0.5.19``, ``sglang version: 0.5.9``); None when it names none."""
-    if type(e) in (E.Text, E.PythonWarning):
+    # the pattern's literal, case-folded, first (a substring test: most lines name no sglang)
+    if type(e) in (E.Text, E.PythonWarning) and "sglang" in e.message.casefold():
         m = _VERSION_IN_TEXT.search(e.message)
         if m:
             return m.group(1)
