@@ -182,12 +182,14 @@ def test_killed_rank1_shows_dead_beside_rank0_waiting(two_nodes, capsys):
 
 
 async def test_console_on_rank0_shows_every_rank_and_opens_rank1s_log(two_nodes, capsys, no_config):
+    """The console opened on rank 0: the ranks' fates under the header, rank 1's log from its
+    node through the run picker, R refused (it would restart rank 0 alone), S stops the run."""
     from fixtures.console import console_for, wait_until
     from mambaconsole.node import node_for
     from mambaconsole.ui.header import status_text
     from mambaconsole.ui.run_picker import RankLogScreen, RunPicker
 
-    b = two_nodes["node-b"]
+    a, b = two_nodes["node-a"], two_nodes["node-b"]
     gid, (r0, r1), _ = await asyncio.to_thread(_launch, capsys, *_args("--sim-speed", "0.02"))
     await asyncio.to_thread(_wait_log, b, r1, "Init torch distributed begin.")
     os.killpg(_status(b, r1)["pid"], signal.SIGKILL)
@@ -216,5 +218,19 @@ async def test_console_on_rank0_shows_every_rank_and_opens_rank1s_log(two_nodes,
         await wait_until(pilot, lambda: any("Init torch distributed begin." in line.text for line in log.lines),
                          what="rank 1's log text")
         await pilot.press("escape")
-    rc, out, err = await asyncio.to_thread(cli, capsys, "stop", "node-a", r0, "--int-timeout", "10")
-    assert rc == 0, err
+        # R would restart rank 0 alone: refused, saying how to relaunch the whole run
+        await wait_until(pilot, lambda: not isinstance(app.screen, RankLogScreen), what="the log closed")
+        await pilot.press("R")
+        await pilot.pause(0.3)
+        said = [n.message for n in app._notifications]
+        assert any(f"run {gid} spans 2 nodes: a relaunch here would restart rank 0 alone" in m
+                   and "mambaconsole launch node-a node-b -- ARGS" in m for m in said), said
+        # S stops every rank, rank 0 first, after its confirmation
+        await pilot.press("S")
+        await pilot.pause(0.3)
+        assert "Stop the run across nodes" in str(app.screen.query("Static").first().render())
+        await pilot.press("y")
+        await wait_until(pilot, lambda: (a.node_home / "runs" / r0 / "stopped.json").exists()
+                         and _status(a, r0).get("state") == "exited", timeout=60, what="rank 0 stopped")
+    # rank 1 was already dead: nothing to signal there, and the run's end reads stopped on node-a
+    assert json.loads((_run_dir(a, r0) / "stopped.json").read_text())["signals"][0] == "SIGINT"

@@ -956,8 +956,19 @@ class ConsoleApp(App[int]):
             return "a relaunch is already running"
         return None
 
+    def _group_refusal(self) -> str | None:
+        """A relaunch from here would restart this node's rank alone (its peers keep the old
+        run, or it waits for them for good): refused for a rank of a run across nodes."""
+        ranks = self.state.slices.ranks
+        if not ranks.views:
+            return None
+        nodes = " ".join(v.node for v in ranks.views)
+        return (f"run {ranks.group_id} spans {len(ranks.views)} nodes: a relaunch here would restart rank "
+                f"{next((v.rank for v in ranks.views if v.node == self.state.host), 0)} alone; stop it (S stops "
+                f"every rank) and start it again with mambaconsole launch {nodes} -- ARGS")
+
     def action_edit(self) -> None:
-        if (why := self._stale_refusal()) is not None:
+        if (why := self._stale_refusal() or self._group_refusal()) is not None:
             self.notify(why, severity="error", markup=False)
             return
         from mambaconsole.ui.editor import EditorScreen
@@ -971,7 +982,7 @@ class ConsoleApp(App[int]):
             self.relaunch_loop(argv, run_env=run_env)
 
     def action_relaunch(self) -> None:
-        if (why := self._stale_refusal()) is not None:
+        if (why := self._stale_refusal() or self._group_refusal()) is not None:
             self.notify(why, severity="error", markup=False)
             return
         run = self.state.run
@@ -998,8 +1009,32 @@ class ConsoleApp(App[int]):
             return
         from mambaconsole.ui.confirm import ConfirmScreen
 
+        ranks = self.state.slices.ranks
+        if ranks.views and self._ranks is not None and self._ranks.group is not None:
+            nodes = ", ".join(f"rank {v.rank} on {v.node}" for v in ranks.views)
+            self.push_screen(ConfirmScreen(
+                f"Stop the run across nodes {ranks.group_id}?",
+                f"Every rank, rank 0 first ({nodes}), under the relaunch lock of every node (all or none): "
+                "SIGINT, then SIGTERM, then SIGKILL.", "Stop all ranks"),
+                lambda ok: self.stop_group() if ok else None)
+            return
         self.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "SIGINT, then SIGTERM, then SIGKILL.", "Stop"),
                          lambda ok: self.stop_run(run) if ok else None)
+
+    @work(exclusive=True, group="relaunch", exit_on_error=False)
+    async def stop_group(self) -> None:
+        """Stop every rank of the current run across nodes (:func:`mambaconsole.node.run_group.stop`)."""
+        from mambaconsole.node import run_group
+
+        group = self._ranks.group if self._ranks is not None else None
+        if group is None:
+            return
+        self.post_message(M.Fed(Phase("stop", f"stopping {len(group.members)} ranks, rank 0 first")))
+        try:
+            await run_group.stop(group.members)
+            self.post_message(M.Fed(Phase("done", "")))
+        except Exception as exc:
+            self.post_message(M.RelaunchDone(None, str(exc)))
 
     @work(exclusive=True, group="relaunch", exit_on_error=False)
     async def relaunch_loop(self, argv: list[str], break_stale: dict | None = None,
