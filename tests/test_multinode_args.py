@@ -4,6 +4,7 @@ logs of a two-rank run recorded on this machine (``tests/data/multinode/README.m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,36 @@ def test_a_stopped_rank_is_not_dead():
     v = RankView(0, "a", "r0", "exited", exit_code=130, signal="SIGINT", stopped=True)
     w = RankView(1, "b", "r1", "exited", exit_code=130, signal="SIGINT", stopped=True)
     assert fates_line([v, w]) == "rank 0 stopped (exit 130); rank 1 stopped (exit 130)"
+
+
+def _inspect(capsys, *argv):
+    from mambaconsole.cli import main
+
+    rc = main(["inspect", *argv])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return out
+
+
+@pytest.mark.parametrize("name, says", [
+    ("0.5.23-rank0-peer-killed.log", "rank 0 of 2 (--dist-init-addr 127.0.0.1:29911): ended when its peer "
+     "127.0.0.1:33159 closed the connection (gloo): another rank died first"),
+    ("0.5.23-rank0-alone-timeout.log", "rank 0 of 2 (--dist-init-addr 127.0.0.1:29912): the ranks never formed a "
+     "group: Scheduler: torch.distributed.DistStoreError: Timed out after 31 seconds waiting for clients. 1/2 "
+     "clients joined."),
+    ("0.5.23-rank1-ready.log", "rank 1 of 2 (--dist-init-addr 127.0.0.1:29911): joined rank 0"),
+])
+def test_inspect_says_what_a_ranks_log_shows(capsys, name, says):
+    assert f"run across nodes: {says}" in _inspect(capsys, str(DATA / name))
+
+
+def test_inspect_of_a_waiting_rank_and_its_json(capsys, tmp_path):
+    log = tmp_path / "rank0.log"
+    log.write_text("\n".join(_upto("0.5.23-rank0-alone-timeout.log", "Scheduler hit an exception")) + "\n")
+    mn = json.loads(_inspect(capsys, str(log), "--json"))["multinode"]
+    assert (mn["nnodes"], mn["node_rank"], mn["dist_init_addr"]) == (2, 0, "127.0.0.1:29912")
+    assert mn["says"].startswith("the log stops at distributed init: waiting for the other ranks to join")
+    # a log of one node has no such key's value
+    one = tmp_path / "one.log"
+    one.write_text("[2026-12-01 13:14:03] Init parallel begin.\n")
+    assert json.loads(_inspect(capsys, str(one), "--json"))["multinode"] is None

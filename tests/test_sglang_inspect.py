@@ -13,7 +13,8 @@ from mambaconsole.cli import main
 from fixtures.sglang_cases import CASES
 
 KEYS = {"capacity", "kind", "sglang_version", "ranks", "boots", "outcome", "failure", "memory_gb", "mamba_slots",
-        "concurrency", "last_decode", "spec", "server_args", "metrics", "gpus", "findings"}
+        "concurrency", "last_decode", "spec", "server_args", "metrics", "gpus", "findings",
+        "multinode"}
 MEM_KEYS = {"weights", "kv_cache", "mamba_conv", "mamba_ssm", "mamba_intermediate", "mamba_total",
             "cuda_graph", "avail_after_load"}
 

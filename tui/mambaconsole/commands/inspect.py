@@ -26,6 +26,12 @@ SGLang sources in :mod:`mambaconsole.sglang.capacity`):
   (null when not asked). A what-if is ``{pool_slots, concurrency, freed_gb, extra_kv_tokens,
   kv_growth}`` (freed GiB negative when the pool grows; kv_growth a fraction of today's pool).
 
+``--json`` key ``multinode`` (a log whose ServerArgs dump says ``nnodes`` > 1, else null):
+``nnodes``, ``node_rank``, ``dist_init_addr`` and ``says``, what the log shows of that rank
+(waiting at distributed init, the store it cannot reach, a peer gloo saw close, torch's
+timeout; :func:`mambaconsole.sglang.multinode.log_says`); the text output's ``run across
+nodes:`` line.
+
 Units: a key ending ``_gb`` (``memory_gb``, ``per_slot_gb``, ``freed_gb``) holds SGLang's "GB",
 which is bytes / 1024³, i.e. GiB (:mod:`mambaconsole.units`); the keys keep SGLang's word, the
 readable text says GiB and says once that SGLang's log calls them "GB".
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from mambaconsole.bounded import regular_file
@@ -84,6 +91,10 @@ def _human(r: dict, extra: list[tuple[str, str]] = (), asked: int | None = None)
         lines.append(f"boots: {r['boots']}   ranks: {', '.join(r['ranks']) or '-'}")
     if r["kind"] in ("log", "server_info"):
         lines.append(f"outcome: {r['outcome']}")
+    mn = r.get("multinode")
+    if mn:
+        lines.append(f"run across nodes: rank {mn['node_rank']} of {mn['nnodes']} (--dist-init-addr "
+                     f"{mn['dist_init_addr'] or 'not given'}): {mn['says']}")
     f = r["failure"]
     if f:
         lines.append(f"failure: phase {f['phase'] or 'unknown'}, {f['exception'] or 'exception not shown'}"
@@ -280,6 +291,29 @@ def _inspect(args: argparse.Namespace, n: int | None):
             f.close()
 
 
+#: bytes of a long log's end read again for a rank's place in a run across nodes
+MULTINODE_TAIL = 256 << 10
+
+
+def _multinode(args: argparse.Namespace, result: dict, text: str | None) -> dict | None:
+    """A rank of a run across nodes (its ServerArgs dump says ``nnodes`` > 1): what its log says
+    of it (:func:`mambaconsole.sglang.multinode.log_says`, over the whole text or a long file's
+    last :data:`MULTINODE_TAIL` bytes; a long log on stdin cannot be read again: says so)."""
+    from mambaconsole.sglang.multinode import log_phase, log_says
+
+    sa = result.get("server_args")
+    if not isinstance(sa, dict) or not isinstance(sa.get("nnodes"), int) or sa["nnodes"] <= 1:
+        return None
+    if text is None:
+        if args.file == "-":
+            return {"nnodes": sa["nnodes"], "node_rank": sa.get("node_rank"), "dist_init_addr": sa.get("dist_init_addr"),
+                    "says": "a long log on stdin: its end cannot be read again (give the file)"}
+        with open(args.file, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - MULTINODE_TAIL))
+            text = f.read().decode("utf-8", "replace")
+    return log_says(sa, log_phase(text.splitlines()))
+
+
 def _prediction(args: argparse.Namespace, result: dict) -> dict | None:
     """``--config``: :func:`mambaconsole.sglang.budget.versus_log` for the log's boot."""
     path = getattr(args, "config", None)
@@ -305,6 +339,8 @@ def run(args: argparse.Namespace) -> int:
     if n is not None and n < 1:
         raise ConsoleError(f"--what-if-mamba-slots {n}: needs at least 1 slot")
     result, text, summary = _inspect(args, n)
+    if result.get("kind") == "log":
+        result["multinode"] = _multinode(args, result, text)
     pred = _prediction(args, result)
     if pred is not None:
         result["prediction"] = pred

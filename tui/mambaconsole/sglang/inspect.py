@@ -46,6 +46,7 @@ def empty_result(kind: str) -> dict[str, Any]:
         "last_decode": None,
         "spec": {"enabled": None, "batches": 0, "mean_accept_len": None, "collapsed": False},
         "server_args": None, "metrics": None, "gpus": [], "findings": [], "capacity": None,
+        "multinode": None,  # a rank of a run across nodes: what its log says (commands/inspect.py)
     }
 
 

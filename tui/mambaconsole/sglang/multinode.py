@@ -313,3 +313,38 @@ def fates_line(views: Sequence[RankView]) -> str:
     if bad and good:
         return "; ".join(rank_fate(v) for v in bad) + " while " + "; ".join(rank_fate(v) for v in good)
     return "; ".join(rank_fate(v) for v in views)
+
+
+def log_says(server_args: dict | None, phase: LogPhase) -> dict | None:
+    """What one rank's log says of its place in a run across nodes (``inspect``): None when
+    its ServerArgs dump does not show ``nnodes`` > 1. ``{"nnodes", "node_rank",
+    "dist_init_addr", "says"}``; ``says`` is only what the log shows (whether the process
+    still runs, a log does not tell)."""
+    if not isinstance(server_args, dict):
+        return None
+    try:
+        nnodes = int(server_args.get("nnodes") or 1)
+        rank = int(server_args.get("node_rank") or 0)
+    except (TypeError, ValueError):
+        return None
+    if nnodes <= 1:
+        return None
+    addr = server_args.get("dist_init_addr")
+    p = phase
+    if p.dist_wait and p.connect_to:
+        says = (f"the log stops at distributed init: torch could not reach rank 0's store at {p.connect_to} "
+                "(it retries until --dist-timeout)")
+    elif p.dist_wait:
+        says = ("the log stops at distributed init: waiting for the other ranks to join (SGLang prints nothing "
+                "while it waits; whether the process still runs, the log does not say)")
+    elif p.peer_closed:
+        says = f"ended when its peer {p.peer_closed} closed the connection (gloo): another rank died first"
+    elif p.failure and ("DistStoreError" in p.failure or "DistNetworkError" in p.failure):
+        says = f"the ranks never formed a group: {p.failure}"
+    elif p.follower_up:
+        says = "joined rank 0 (its stand-in /health started; a rank >= 1 serves nothing else)"
+    elif p.outcome == "ready":
+        says = "every rank joined; serving"
+    else:
+        says = f"outcome {p.outcome}" + (f": {p.failure}" if p.failure else "")
+    return {"nnodes": nnodes, "node_rank": rank, "dist_init_addr": addr, "says": says}
