@@ -7,6 +7,7 @@ machine, the second binding its own loopback address as a second node would."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -79,3 +80,24 @@ def test_rank1_without_rank0_times_out_connecting(sim_process):
     assert f"socket.cpp:1028] [c10d] {msg}" in text
     assert f"torch.distributed.DistNetworkError: {msg}" in text
     assert log_phase(r1.lines()).failure.endswith(msg)
+
+
+def _shape(line: str) -> re.Pattern:
+    """A real line as a pattern: numbers (and the address) may differ, the words may not."""
+    return re.compile(re.sub(r"\\\d+(?:\\\.\\\d+)*|\d+(?:\.\d+)*", r"[\\d.]+", re.escape(line.strip())))
+
+
+def test_sim_failures_have_the_real_0523_lines_shape(sim_process):
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data" / "multinode"
+    real0 = next(x for x in (data / "0.5.23-rank0-alone-timeout.log").read_text().splitlines()
+                 if x.startswith("torch.distributed.DistStoreError"))
+    real1 = [x for x in (data / "0.5.23-rank1-alone-timeout.log").read_text().splitlines()
+             if x.startswith("torch.distributed.DistNetworkError") or "socket.cpp:1028] [c10d]" in x]
+    r0 = sim_process("0.5.23", _argv(pick_free_port(), pick_free_port(), 0, "--dist-timeout", "1"), name="rank0")
+    r1 = sim_process("0.5.23", _argv(pick_free_port(), pick_free_port(), 1, "--dist-timeout", "1"), name="rank1")
+    r0.wait(30), r1.wait(30)
+    assert any(_shape(real0).fullmatch(x) for x in r0.lines()), real0
+    for real in real1:
+        assert any(_shape(real).fullmatch(x.strip()) for x in r1.lines()), real

@@ -20,8 +20,9 @@ ranks with ``--tp 2 --nnodes 2``, torch 2.13 gloo):
   connect/validate to host HOST:PORT - retrying (...)``.
 - Rank 0 alone runs the tokenizer and the HTTP server; a rank >= 1 serves only a
   stand-in ``/health`` (``Dummy health check server started in background thread at HOST:PORT``;
-  0.5.23 ``srt/entrypoints/engine.py:1234-1283``, ``srt/utils/common.py:3624``) and blocks on
-  its schedulers.
+  0.5.23 ``srt/entrypoints/engine.py:1234-1283``, ``srt/utils/common.py:3624``; 0.5.11
+  ``srt/entrypoints/engine.py:712-731``, ``srt/utils/common.py:2524``) and blocks on its
+  schedulers.
 - A peer that dies after the group formed: with gloo (CPU) rank 0's scheduler raises at its
   next collective ``RuntimeError: [.../gloo/transport/tcp/pair.cc:553] Connection closed by
   peer [ADDR]:PORT. This is typically caused by a remote worker crashing. ...``, then the

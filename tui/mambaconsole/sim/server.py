@@ -345,9 +345,10 @@ class SimServer:
         """A rank >= 1 after its start-up: no tokenizer, no API server; a stand-in ``/health``
         at ``--host:--port`` (0.5.23 ``srt/entrypoints/engine.py:1234-1283``,
         ``launch_dummy_health_check_server`` in ``srt/utils/common.py:3624``, which logs the
-        line below at :3684), then it blocks on its schedulers until stopped. Two ranks on one
-        machine with one ``--port`` collide there: uvicorn's bind error, as the real server's
-        stand-in thread would print it, and the rank runs on without ``/health``."""
+        line below at :3684; 0.5.11 ``engine.py:712-731``, ``common.py:2524``), then it blocks
+        on its schedulers until stopped. Two ranks on one machine with one ``--port`` collide
+        there: uvicorn's bind error, as the real server's stand-in thread would print it, and
+        the rank runs on without ``/health``."""
         from mambaconsole.sim.http import serve_in_thread
 
         host, port = _bind_host(self.resolved["host"]), int(self.resolved["port"])
@@ -355,10 +356,13 @@ class SimServer:
         try:
             httpd = serve_in_thread(self, host, port, follower=True)
         except OSError as exc:
+            # the main thread logs "started" right after starting the thread; the thread's bind fails after
+            self.log.log(f"Dummy health check server started in background thread at {host}:{port}")
             self.log.raw(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address ({host!r}, {port}): "
                          f"{(exc.strerror or '').lower()}")
             self.log.log(f"Dummy health check server stopped at {host}:{port}")
-        self.log.log(f"Dummy health check server started in background thread at {host}:{port}")
+        else:
+            self.log.log(f"Dummy health check server started in background thread at {host}:{port}")
         self.ready = True
         self.truth["outcome"] = "follower"
         self.write_truth()
