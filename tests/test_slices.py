@@ -10,16 +10,22 @@ import ast
 from pathlib import Path
 
 from mambaconsole.sglang.events import LogParser
+from mambaconsole.sglang.text import envelope_seconds
+from mambaconsole.slices.args import ArgsSlice
+from mambaconsole.slices.fold import FoldSlice
 from mambaconsole.slices.gpu import GPU_HISTORY, GpuSlice
 from mambaconsole.slices.link import LinkSlice
+from mambaconsole.slices.log import LogSlice
 from mambaconsole.slices.runs import RunsSlice
 from mambaconsole.slices.server import ServerSlice
+from mambaconsole.slices.spec import COLLAPSE_RUN, SpecSlice
 from mambaconsole.state import (
-    LOG_EVENTS, SLICES, Connection, ConsoleState, GpuReading, GpuSnapshot, MetricsSnapshot, NodeFacts, Phase,
-    RunInfo, RunsListed, ServerInfo,
+    LOG_EVENTS, SLICES, ArgRow, Connection, ConsoleState, GpuReading, GpuSnapshot, LogLine, LogLines,
+    MetricsSnapshot, NodeFacts, Phase, Resolution, RunInfo, RunsListed, ServerInfo,
 )
 
 PKG = Path(__file__).resolve().parents[1] / "tui" / "mambaconsole"
+SIM_READY = Path(__file__).parent / "data" / "console" / "sim-ready.log"  # a 0.5.23-shaped sim boot
 
 
 class Clock:
@@ -202,6 +208,174 @@ def test_gpu_budget_is_one_ranks_and_a_new_boot_forgets_it():
     assert g.budget_gb == {}
     g.on_weights(next(e for e in evs if type(e).__name__ == "WeightsLoaded" and e.rank == "TP0"))
     assert g.budget_gb == {"weights": 3.76}  # the new boot may be led by another rank
+
+
+# ----------------------------------------------------------------------------- log
+
+
+class FakeFold:
+    """Records what the log slice hands over (the fold slice's two entries)."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[list[str], float | None]] = []
+        self.flushes = 0
+
+    def understand_many(self, texts: list[str], shift: float | None = None) -> set[str]:
+        self.batches.append((list(texts), shift))
+        return {"spec"}
+
+    def flush(self) -> set[str]:
+        self.flushes += 1
+        return set()
+
+
+def _lines(run_id: str, texts: list[str], start: int = 0) -> tuple[LogLine, ...]:
+    out, off = [], start
+    for t in texts:
+        out.append(LogLine(run_id, off, t))
+        off += len(t.encode()) + 1
+    return tuple(out)
+
+
+def _log(run_id: str = "r1", keep: int = 5000) -> tuple[LogSlice, RunsSlice, FakeFold]:
+    runs = RunsSlice(Clock(500.0), lambda: None)
+    runs.on_runs_listed(RunsListed((RunInfo(run_id, state="running"),), run_id))
+    fold = FakeFold()
+    return LogSlice(Clock(500.0), runs, fold, log_keep=keep), runs, fold  # type: ignore[arg-type]
+
+
+def test_log_each_byte_once_to_the_fold_and_never_a_line_twice_in_the_pane():
+    log, runs, fold = _log(keep=3)
+    texts = ["INFO: a", "[2026-11-30 14:13:41] ERROR boom", "c", "d"]
+    lines = _lines("r1", texts)
+    assert log.on_lines(LogLines("r1", lines[:2])) == {"log", "spec"}
+    log.on_lines(LogLines("r1", lines[1:]))  # a reconnect resends from an earlier offset
+    assert [r.text for r in log.log] == texts[1:]  # keep=3: the first let go
+    assert (log.log_total, log.log_dropped) == (4, 1)
+    assert log.first_error_offset == lines[1].offset
+    assert log.log_offset == lines[-1].offset + len("d") + 1
+    assert [b for b, _ in fold.batches] == [texts[:2], texts[2:]]
+    assert runs.last_data == 500.0
+    log.show_log_of("r1")  # the run picker re-reads the log from 0: shown again, folded never again
+    log.on_lines(LogLines("r1", lines))
+    assert log.log_total == 4 and len(fold.batches) == 2
+    assert log.on_lines(LogLines("r0", lines)) == set()  # not the shown log
+
+
+def test_log_replaced_file_and_skipped_middle():
+    log, runs, fold = _log()
+    log.on_lines(LogLines("r1", _lines("r1", ["a", "b"]), size=100))
+    log.on_lines(LogLines("r1", _lines("r1", ["new"]), reset=True))
+    assert "truncated or replaced" in runs.notice and [r.text for r in log.log] == ["a", "b", "new"]
+    assert fold.batches[-1] == (["new"], None)  # folded again from its start
+    log.on_lines(LogLines("r1", _lines("r1", ["head"], start=4), skipped=(9, 5000)))
+    assert log.log_skipped == (9, 5000) and log.log_offset == 5000 and fold.flushes == 1
+    assert log.page_back_range(1000) == (4000, 5000, False)  # the middle's end first, up to 1000 bytes
+
+
+def test_log_history_is_dated_by_its_own_timestamps():
+    log, runs, fold = _log()
+    texts = ["[2026-11-30 14:13:40] Load weight begin.", "[2026-11-30 14:13:41] ready"]
+    shift = 1000.0
+    log.on_lines(LogLines("r1", _lines("r1", texts), size=200, opened_size=200, time_shift=shift))
+    assert fold.batches == [(texts, shift)]
+    assert runs.last_data == envelope_seconds("2026-11-30 14:13:41") + shift
+    assert log.reading_left() == 200 - log.log_offset
+
+
+# ----------------------------------------------------------------------------- fold, spec
+
+
+def _fold_slices(run: RunInfo) -> tuple[FoldSlice, SpecSlice, GpuSlice, list[int], Clock]:
+    clock = Clock(42.0)
+    runs = RunsSlice(clock, lambda: None)
+    runs.on_runs_listed(RunsListed((run,), run.run_id))
+    boots: list[int] = []
+    slice_of: dict = {}
+    fold = FoldSlice(clock, runs, lambda: boots.append(1), LOG_EVENTS, slice_of)
+    gpu = GpuSlice(clock, lambda: run, lambda: None)
+    spec = SpecSlice(fold.when, gpu)
+    slice_of.update(fold=fold, gpu=gpu, spec=spec, args=ArgsSlice(ServerSlice(clock, runs.note_data), spec))
+    return fold, spec, gpu, boots, clock
+
+
+def test_fold_ready_once_it_serves_and_a_second_boot_voids_it():
+    text = SIM_READY.read_text().splitlines()
+    fold, spec, gpu, boots, _ = _fold_slices(RunInfo("r1", state="running"))
+    # the first batch served (here the warm-up prefill, before the ready line) makes it ready
+    ready = next(i for i, t in enumerate(text) if "Prefill batch" in t or "fired up and ready" in t)
+    fold.understand_many(text[:ready])
+    fold.flush()
+    assert not fold.ready_seen
+    fold.understand_many(text[ready:ready + 2], shift=0.0)
+    fold.flush()
+    # dated by the line (replayed: its own time + shift 0), not by the console's clock (42)
+    assert fold.ready_seen and fold.ready_at == envelope_seconds(text[ready][1:20])
+    decode = [t for t in text if "Decode batch" in t]
+    fold.understand_many(text[ready + 1:])
+    fold.flush()
+    assert spec.accept_n == len(decode) and spec.mamba_pool_slots == 24 and gpu.budget_gb["weights"] == 51.20
+    fold.understand_many(text[:4])  # the same server launched again into the log: a server_args= dump
+    fold.flush()
+    assert boots == [1] and not fold.ready_seen
+    assert fold.failure is None and fold.request_errors == 0
+
+
+def test_spec_collapse_after_the_run_of_batches_at_one_and_a_mean_over_all():
+    fold, spec, _, _, clock = _fold_slices(RunInfo("r1", state="running"))
+    line = ("[2026-04-23 07:32:12 TP0] Decode batch, #running-req: 8, #full token: 20480, full token usage: 0.12, "
+            "mamba num: 16, mamba usage: 0.03, accept len: {a}, accept rate: 0.70, cuda graph: True, "
+            "gen throughput (token/s): 812.05, #queue-req: 0, ")
+    fold.understand_many([line.format(a="2.00")] + [line.format(a="1.00")] * (COLLAPSE_RUN - 1))
+    assert not spec.collapsed
+    fold.understand_many([line.format(a="1.00")])
+    assert spec.collapsed and spec.enabled is True
+    assert spec.mean_accept() == (2.0 + COLLAPSE_RUN * 1.0) / (COLLAPSE_RUN + 1)
+    assert spec.batch_t == 42.0  # a live line: now
+    spec.on_server_info(ServerInfo({"speculative_algorithm": None}))
+    assert spec.enabled is True  # the batch lines said so first
+    spec.new_boot()
+    assert not spec.collapsed and len(spec.points) == COLLAPSE_RUN + 1  # one run's points stay
+    spec.new_run()
+    assert (len(spec.points), spec.enabled, spec.mean_accept()) == (0, None, None)
+
+
+# ----------------------------------------------------------------------------- args
+
+
+def test_args_rows_from_the_resolution_and_the_live_values_against_them():
+    server = ServerSlice(Clock(), lambda t: None)
+    spec = SpecSlice(lambda e: 0.0, GpuSlice(Clock(), lambda: None, lambda: None))
+    args = ArgsSlice(server, spec)
+    result = {"fields": {
+        "max_running_requests": {"option": "--max-running-requests", "value": 48, "default": None, "source": "cli"},
+        "page_size": {"option": "--page-size", "value": 1, "default": None, "source": "derived",
+                      "writes": [{"function": "_handle_page_size", "file": "server_args.py", "line": 812}]},
+        "model_config": {"option": "", "value": {}, "source": "derived"},  # internal state: no flag
+    }}
+    assert args.on_resolution(Resolution(result)) == {"args", "spec"}
+    assert [r.flag for r in args.rows] == ["--max-running-requests", "--page-size"]
+    assert args.rows[1].changed_by == "_handle_page_size server_args.py:812"
+    server.on_info(ServerInfo({"max_running_requests": 48, "page_size": 16}))
+    args.on_server_info(ServerInfo(server.server_info))
+    assert [(r.field, r.disagrees, r.live_from) for r in args.rows] == [
+        ("max_running_requests", False, "/server_info"), ("page_size", True, "/server_info")]
+    assert args.flag_values(["--page-size", "--nope"]) == [("--page-size", 1)]
+    args.new_run()
+    assert args.dumped_args is None and args.runtime_caps == {} and args.rows  # the resolution stays
+
+
+def test_args_a_cap_from_the_log_explains_itself_with_the_pool_size():
+    fold, spec, _, _, _ = _fold_slices(RunInfo("r1", state="running"))
+    args = fold._slice_of["args"]
+    args.rows = [ArgRow("max_running_requests", "--max-running-requests", 48, None, "cli")]
+    fold.understand_many(SIM_READY.read_text().splitlines())
+    fold.flush()
+    (row,) = args.rows
+    # the sim's start-up summary logged max_running_requests=4; the resolution said 48
+    assert (row.live, row.live_from, row.disagrees) == (4, "log", True)
+    why = args.live_explanation(row)
+    assert "max_running_requests=4" in why and "24 slots" in why
 
 
 # ----------------------------------------------------------------------------- the facade

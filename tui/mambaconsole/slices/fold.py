@@ -1,0 +1,237 @@
+"""The ``fold`` slice: what the current run's log says, through SGLang knowledge. Lines of the
+current run (handed over by the ``log`` slice, each byte once) go through the stateful
+:class:`~mambaconsole.sglang.events.LogParser` into typed events and into the run fold
+(:class:`~mambaconsole.sglang.run_fold.RunFold`, the same rules as ``inspect``, history and
+``report``): readiness, the failure and its phase and root cause, request errors. Each event is
+then shown by the slice that owns its numbers, through the ``{event type: (slice, handler)}``
+table the state gives (:data:`mambaconsole.state.LOG_EVENTS`); a new boot in the same log is
+passed on (``on_new_boot``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mambaconsole.sglang import events as E
+from mambaconsole.sglang.oom_site import oom_site
+from mambaconsole.sglang.run_fold import Failure, RunFold, failure_line, failure_line_of, failure_outcome
+from mambaconsole.sglang.run_fold import failure_is_final as fold_failure_is_final
+from mambaconsole.sglang.text import envelope_seconds
+
+if TYPE_CHECKING:
+    from mambaconsole.slices.runs import RunsSlice
+
+_UNSEEN = object()  # a log event type whose handler is not looked up yet
+#: log events folded per parser call (a whole batch's events alive at once would outlive the
+#: young generation)
+CHUNK = 64
+
+
+class FoldSlice:
+    """The run fold of the current run and the parser feeding it. ``runs`` says whether the
+    process ended (a traceback then ends the run); ``handlers`` is the event table, ``slice_of``
+    the slices its names stand for."""
+
+    def __init__(self, clock: Callable[[], float], runs: RunsSlice, on_new_boot: Callable[[], None],
+                 handlers: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]],
+                 slice_of: dict[str, Any]) -> None:
+        self.clock = clock
+        self._runs = runs
+        self._on_new_boot = on_new_boot
+        self._handlers = handlers
+        self._slice_of = slice_of
+        self._view: dict[type, Callable[[Any], set[str]] | None] = {}  # handlers, bound
+        #: what the current run's log says (outcome, failure, request errors): the run fold
+        self.fold = RunFold()
+        self._parser_obj: Any = None  # made on the run's first line
+        #: the server is ready: SGLang's ready line, batches served, or startup complete + a 200
+        self.ready_seen = False
+        #: when it became ready (console clock; a replayed line's own time)
+        self.ready_at: float | None = None
+        self._shift: float | None = None  # while replaying history: envelope time + this = console clock
+
+    @property
+    def _parser(self) -> Any:
+        if self._parser_obj is None:
+            self._parser_obj = E.LogParser()  # stateful: joins tracebacks, wrapped lines
+        return self._parser_obj
+
+    # --------------------------------------------------------------- lines
+    def understand_many(self, texts: list[str], shift: float | None = None) -> set[str]:
+        """Fold a batch of the current run's lines in, through the parser's batch entry
+        (:meth:`~mambaconsole.sglang.events.LogParser.feed_many`; joined records such as
+        tracebacks complete when the next record starts, or at :meth:`flush`). ``shift``: the
+        lines are history read back, dated by their own timestamps + ``shift`` seconds."""
+        changed: set[str] = set()
+        feed_many, fold = self._parser.feed_many, self._on_sglang
+        self._shift = shift
+        try:
+            for i in range(0, len(texts), CHUNK):
+                try:
+                    events = feed_many(texts[i:i + CHUNK])
+                except Exception:  # noqa: BLE001,S112 - the parser promises not to raise; never let a line break the UI
+                    continue
+                for e in events:
+                    changed |= fold(e)
+        finally:
+            self._shift = None
+        return changed
+
+    def flush(self) -> set[str]:
+        """The log went idle: complete the pending record (a traceback at the end of the log)."""
+        changed: set[str] = set()
+        if self._parser_obj is None:
+            return changed
+        for e in self._parser.flush():
+            changed |= self._on_sglang(e)
+        return changed | ({"header"} if changed else set())
+
+    def when(self, e: Any) -> float:
+        """When a log event happened on this console's clock: its own timestamp for a line
+        replayed from history, else now."""
+        if self._shift is not None and e.time:
+            v = envelope_seconds(e.time)
+            if v is not None:
+                return v + self._shift
+        return self.clock()
+
+    def _on_sglang(self, e: Any) -> set[str]:
+        fold = self.fold
+        boots = fold.boots
+        n = len(boots)
+        b = boots[-1]
+        before = (b.failure, len(b.request_errors), b.serving, b.pending_error)
+        fold.feed(e)
+        if len(boots) > n:
+            self.new_boot()
+            self._on_new_boot()  # the server was launched again into the same log
+        b = boots[-1]
+        changed = set() if before == (b.failure, len(b.request_errors), b.serving, b.pending_error) else {
+            "header", "spec", "args"}  # the spec pane shows a failure, ServerArgs the flags that sized an OOM
+        if b.serving and not self.ready_seen:
+            self.ready_seen = True  # SGLang's ready line, batches served, or startup complete + a 200
+            self.ready_at = self.when(e)
+        handler = self._view.get(type(e), _UNSEEN)
+        if handler is _UNSEEN:
+            handler = self._handler(type(e))
+        return changed | handler(e) if handler is not None else changed
+
+    def _handler(self, cls: type) -> Callable[[Any], set[str]] | None:
+        """The handler of log event type ``cls`` bound to the slices (its entry in the table,
+        found along its base classes), kept for the next event of it."""
+        table = self._handlers
+        entry = next((table[k] for k in cls.__mro__ if k in table), None)
+        bound = [h.__get__(self._slice_of[name]) for name, h in entry] if entry else []
+        if not bound:
+            handler = None
+        elif len(bound) == 1:
+            handler = bound[0]
+        else:
+            def handler(e: Any, _hs: tuple = tuple(bound)) -> set[str]:
+                out: set[str] = set()
+                for h in _hs:
+                    out |= h(e)
+                return out
+        self._view[cls] = handler
+        return handler
+
+    def on_ready(self, e: Any) -> set[str]:
+        """SGLang's ready line (``ServerReady``): the header says so (the fold has it)."""
+        return {"header"}
+
+    def new_boot(self) -> None:
+        """A new boot in the same log (a ``server_args=`` dump after an earlier one, or after a
+        traceback): what the earlier boot said (its crash, readiness) is void."""
+        self.ready_seen, self.ready_at = False, None
+
+    def new_run(self) -> None:
+        self.new_boot()
+        self.fold = RunFold()
+        self._parser_obj = None  # a fresh one on the new run's first line
+
+    # --------------------------------------------------------------- selectors
+    def failure_record(self) -> Failure | None:
+        """The fold's failure of the last boot (:class:`~mambaconsole.sglang.run_fold.Failure`)
+        once it ended the run: SGLang's crash evidence (a ``<Process> hit an exception``
+        traceback, crash lines, a scheduler death, ...), or any traceback no batch line
+        followed once the process is gone with a non-zero or unknown exit code; None while the
+        process lives after a traceback that is no crash evidence (a request error)."""
+        b = self.fold.last
+        f = b.failure
+        r = self._runs.run
+        ended_badly = self._runs.ended() and r is not None and r.exit_code != 0
+        if f is not None:
+            return f if (ended_badly or fold_failure_is_final(b)) else None
+        ev = b.pending_error
+        if ev is not None and ended_badly:
+            return Failure(phase="runtime", exception=ev.exc_type, message=ev.exc_message, rank=ev.rank, event=ev)
+        return None
+
+    def outcome(self) -> str | None:
+        """``oom`` / ``arg_error`` / ``crashed`` once a failure ended the run (the fold's rule), else None."""
+        f = self.failure_record()
+        return failure_outcome(f) if f is not None else None
+
+    @property
+    def failure(self) -> str | None:
+        """One line naming what ended (or is ending) the run (:meth:`failure_record`): ``origin:
+        ExcType: message`` or the crash line; None otherwise."""
+        f = self.failure_record()
+        return failure_line(f) if f is not None else None
+
+    @property
+    def failure_phase(self) -> str | None:
+        """The phase the run failed in (``args``/``load``/``startup``/``runtime``, the fold's rule)."""
+        f = self.failure_record()
+        return f.phase if f is not None else None
+
+    @property
+    def failure_exception(self) -> str | None:
+        """The root cause's exception type as printed (the fold's rule), None when not shown."""
+        f = self.failure_record()
+        return f.exception if f is not None else None
+
+    def request_error_events(self) -> list:
+        """The tracebacks the server kept serving after (or, before it served, while its
+        process lives), oldest first."""
+        b = self.fold.last
+        errs = list(b.request_errors)
+        f = b.failure
+        ended = self.failure_record()
+        if f is not None and isinstance(f.event, E.Traceback) and ended is None:
+            errs.append(f.event)  # a traceback while the process lives: not (yet) what ended it
+        elif ended is not None and b.pending_error is not None and b.pending_error in errs:
+            errs.remove(b.pending_error)
+        return errs
+
+    @property
+    def request_error(self) -> str | None:
+        """The last of :meth:`request_error_events` as one line; None when none."""
+        errs = self.request_error_events()
+        return failure_line_of(errs[-1]) if errs else None
+
+    @property
+    def request_errors(self) -> int:
+        return len(self.request_error_events())
+
+    @property
+    def oom_seen(self) -> bool:
+        """The failure (:attr:`failure`) is an out-of-memory error."""
+        f = self.failure_record()
+        return f is not None and f.event is not None and bool(getattr(f.event, "oom", None))
+
+    @property
+    def oom_numbers(self):
+        """PyTorch's numbers (:class:`mambaconsole.sglang.events.TorchOom`, GiB) of the OOM
+        that ended the run (:attr:`oom_seen`), when its message gave them; else None."""
+        f = self.failure_record()
+        return f.oom if f is not None and self.oom_seen else None
+
+    @property
+    def oom_site(self):
+        """Where the OOM that ended the run was allocating (:class:`mambaconsole.sglang.oom_site.OomSite`),
+        when its traceback shows a known SGLang allocation; else None."""
+        f = self.failure_record()
+        if f is None or not self.oom_seen or not isinstance(f.event, E.Traceback):
+            return None
+        return oom_site(f.event.frames)

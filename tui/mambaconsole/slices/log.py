@@ -1,0 +1,237 @@
+"""The ``log`` slice: the shown run's log as the log pane shows it (the last ``LOG_KEEP`` lines,
+each with its severity and whether it is a poll's access line, :mod:`mambaconsole.sglang.log_lines`)
+and where its reader is in the file on the node (byte offsets, the file's size, a skipped
+middle, pages read back). Fed by :class:`~mambaconsole.state.LogLines`; the current run's lines
+go on, each byte once, to the ``fold`` slice (one call per batch)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mambaconsole.sglang.log_lines import classify
+from mambaconsole.sglang.text import envelope_seconds
+from mambaconsole.slices.buffers import LineBuffer
+
+if TYPE_CHECKING:
+    from mambaconsole.slices.fold import FoldSlice
+    from mambaconsole.slices.runs import RunsSlice
+    from mambaconsole.state import LogLines
+
+#: lines kept in memory for the log pane, whatever the log size
+LOG_KEEP = 5000
+#: a live server's log that has not grown for this many seconds is flagged "log silent"
+LOG_SILENT_S = 300.0
+#: bytes of the node's log not yet read past which the header says the console is behind
+BEHIND_BYTES = 1 << 20
+
+
+class LogSlice:
+    """The shown log. ``runs`` names the current run (only its lines are understood, and its
+    header facts noted); ``fold`` understands them."""
+
+    def __init__(self, clock: Callable[[], float], runs: RunsSlice, fold: FoldSlice, *,
+                 log_keep: int = LOG_KEEP, log_silent_s: float = LOG_SILENT_S) -> None:
+        self.clock = clock
+        self._runs = runs
+        self._fold = fold
+        self.log_silent_s = log_silent_s
+        self._log_keep = log_keep
+        #: the kept lines, oldest first
+        self.log = LineBuffer(maxlen=log_keep)
+        self.log_run_id: str | None = None  # whose log the log pane shows
+        self.log_total = 0  # lines appended since the pane started over
+        self.log_dropped = 0  # lines the bounded buffer let go
+        self.first_error_offset: int | None = None
+        self.log_offset = 0  # next byte to read of the shown run's log
+        self.log_generation = 0  # bumped whenever the log pane must start over
+        self.log_size: int | None = None  # the shown log's size on the node, last we heard (bytes)
+        self.log_open_size: int | None = None  # its size when the reader (re)opened it
+        self.log_skipped: tuple[int, int] | None = None  # (offset, end): the middle not read
+        self._time_shift: float | None = None  # envelope time (as UTC) + this = console clock
+        self._line_t: float | None = None  # when the current run's log last gave a line
+        # the next byte of the current run's log SGLang knowledge has not folded in yet: folding
+        # is once per (run, byte offset), whatever log the pane re-reads (the run picker)
+        self._understood = 0
+
+    def new_run(self) -> None:
+        """Another current run: the pane starts over on its log, from byte 0."""
+        self.show_log_of(None)
+        self._line_t = None
+        self._understood = 0
+
+    def show_log_of(self, run_id: str | None) -> None:
+        """The log pane switches to ``run_id``'s log (run picker): start empty, from byte 0."""
+        self.log.clear()
+        self.log_total = 0
+        self.log_dropped = 0
+        self.first_error_offset = None
+        self.log_offset = 0
+        self.log_run_id = run_id
+        self.log_generation += 1
+        self._reset_reader()
+
+    def _reset_reader(self) -> None:
+        """What the reader of the shown log said (sizes, the skipped middle, its clock)."""
+        if self.log.maxlen != self._log_keep:  # paging back grew it
+            self.log = LineBuffer(maxlen=self._log_keep)
+        self.log_size = self.log_open_size = self.log_skipped = self._time_shift = None
+
+    def log_since(self, total: int, *, raw: bool = False) -> list[Any]:
+        """The kept lines appended after :attr:`log_total` was ``total`` (oldest first), as
+        :class:`ShownLine` or (``raw``) plain ``(offset, text, severity, access)`` tuples;
+        costs the lines returned, not the lines kept."""
+        n = min(self.log_total - total, len(self.log))
+        return self.log.tail_raw(n) if raw else self.log.tail(n)
+
+    def on_lines(self, ev: LogLines) -> set[str]:
+        if self.log_run_id is None:
+            self.log_run_id = ev.run_id
+        if ev.run_id != self.log_run_id:
+            return set()
+        if ev.earlier is not None:
+            return self._earlier(ev)
+        changed = {"log"}
+        run = self._runs.run
+        following_current = run is not None and ev.run_id == run.run_id
+        if ev.opened_size is not None:
+            self.log_open_size, self._time_shift = ev.opened_size, ev.time_shift
+        if ev.size is not None:
+            self.log_size = ev.size
+        if ev.reset:
+            self.log_offset = 0  # truncated or rotated: the file's offsets start over
+            self.log_skipped = None
+            if following_current:
+                self._understood = 0
+                self._runs.notice = ("the run's log was truncated or replaced on the node: read again from its start "
+                               "(what it held before is gone from the file)")
+        lines = [ln for ln in ev.lines if ln.offset >= self.log_offset] if self.log_offset else list(ev.lines)
+        # lines the file held when it was opened are history: their own timestamps, not now
+        history = bool(lines) and self.log_open_size is not None and lines[0].offset < self.log_open_size \
+            and self._time_shift is not None
+        if lines:
+            self._line_t = self.clock()
+            if history:
+                self._line_t = self._last_line_time(lines) or self._line_t
+            if following_current:
+                self._runs.note_data(self._line_t, history=history)
+        texts = [ln.text for ln in lines]
+        sevs, access = classify(texts)
+        log = self.log
+        understand: list[str] = []
+        for line, text, sev, acc in zip(lines, texts, sevs, access):
+            if line.offset < self.log_offset:
+                continue  # already seen (reconnect resumes from an offset): never repeat a line
+            n = line.nbytes if line.nbytes is not None else len(text.encode("utf-8", "surrogateescape"))
+            self.log_offset = line.offset + n + 1
+            if following_current and line.offset >= self._understood:
+                understand.append(text)  # never folded twice: the pane may re-read the log from 0
+                self._understood = self.log_offset
+            if len(log) == log.maxlen:
+                self.log_dropped += 1
+            log.append(line.offset, text, sev, acc)
+            self.log_total += 1
+            if sev == "error" and self.first_error_offset is None:
+                self.first_error_offset = line.offset
+        if understand and following_current:
+            changed |= self._fold.understand_many(understand, self._time_shift if history else None)
+        if ev.skipped is not None:
+            a, b = ev.skipped
+            if b > self.log_offset:
+                self.log_skipped = (max(a, self.log_offset), b)
+                self.log_offset = b
+                if following_current:
+                    # the head's last record completes here (the tail starts with other lines)
+                    changed |= self._fold.flush()
+                    self._understood = max(self._understood, b)
+        return changed
+
+    def page_back_range(self, nbytes: int = 1 << 20) -> tuple[int, int, bool] | None:
+        """The bytes to read for the log pane's next page back, ``(offset, end, aligned)``
+        (``aligned``: ``offset`` is a line start), at most ``nbytes``: the end of the skipped
+        middle while the head's lines are still kept, else before the first kept line (lines
+        the bounded buffer let go, then the middle, then the head). None: the log's start is
+        already kept."""
+        if not self.log:
+            return None
+        first = self.log.raw(0)[0]
+        skip = self.log_skipped
+        if skip is not None and first < skip[0]:
+            lo, end = max(skip[0], skip[1] - nbytes), skip[1]
+        else:
+            lo, end = max(0, first - nbytes), first
+        if end <= 0 or lo >= end:
+            return None
+        return lo, end, lo == 0 or (skip is not None and lo == skip[0])
+
+    def _earlier(self, ev: LogLines) -> set[str]:
+        """A page read back (:meth:`page_back_range`): its lines go in their place among the
+        kept ones, for the log pane only (SGLang knowledge already has what the head and the
+        tail said; the server's counters cover the middle); the buffer grows by the page."""
+        lo, end = ev.earlier
+        kept = list(self.log.tail_raw(len(self.log)))
+        have = {r[0] for r in kept if lo <= r[0] < end}
+        lines = [ln for ln in ev.lines if ln.offset not in have]
+        if self.log_skipped is not None and lo < self.log_skipped[1] and end >= self.log_skipped[1]:
+            a = self.log_skipped[0]
+            self.log_skipped = (a, lo) if lo > a else None
+        if not lines:
+            return {"log"}
+        texts = [ln.text for ln in lines]
+        recs = list(zip((ln.offset for ln in lines), texts, *classify(texts)))
+        merged = sorted(kept + recs, key=lambda r: r[0])  # two sorted runs: one merge
+        self.log = LineBuffer(merged, maxlen=(self.log.maxlen or LOG_KEEP) + len(recs))
+        err = next((r[0] for r in recs if r[2] == "error"), None)
+        if err is not None and (self.first_error_offset is None or err < self.first_error_offset):
+            self.first_error_offset = err
+        self.log_total += len(recs)
+        self.log_generation += 1  # the pane starts over, with the page in place
+        return {"log"}
+
+    def _last_line_time(self, lines: list[Any]) -> float | None:
+        """This console's clock time of the last of ``lines`` that carries an envelope time."""
+        for ln in reversed(lines[-64:]):
+            t = ln.text
+            if t.startswith("["):
+                v = envelope_seconds(t[1:24])  # "[2026-10-01 12:34:56.789 TP0] ..." (ms optional)
+                if v is not None:
+                    return v + self._time_shift
+        return None
+
+    def reading_left(self) -> int | None:
+        """Bytes of the log's history still to read (the console is catching up with what the
+        file held when it was opened; a skipped middle not counted), else None."""
+        if self.log_open_size is None or self.log_offset >= self.log_open_size:
+            return None
+        return self.log_open_size - self.log_offset
+
+    def behind_bytes(self) -> int | None:
+        """Bytes the node's log holds that this console has not read yet, once the first read
+        is done and that exceeds :data:`BEHIND_BYTES`; else None."""
+        if self.log_size is None or self.reading_left() is not None:
+            return None
+        left = self.log_size - self.log_offset
+        return left if left > BEHIND_BYTES else None
+
+    def log_is_stale(self) -> bool:
+        """The shown log is not the current run's, or its file is older than the run."""
+        r = self._runs.run
+        if r is None:
+            return False
+        if self.log_run_id is not None and self.log_run_id != r.run_id:
+            return True
+        return r.log_mtime is not None and r.started is not None and r.log_mtime < r.started - 1
+
+    def log_silent_for(self) -> float | None:
+        """Seconds the current run's log has not grown while its process is alive, once that
+        exceeds ``log_silent_s``; else None. Known from the node's log mtime at the last run
+        poll and from lines received since."""
+        r = self._runs.run
+        if r is None or r.state not in ("running", "adopted", "starting", "ready") or r.log_idle_s is None \
+                or self._runs.listed_at is None:
+            return None
+        last = self._runs.listed_at - r.log_idle_s
+        if self._line_t is not None and self.log_run_id == r.run_id:
+            last = max(last, self._line_t)
+        silent = self.clock() - last
+        return silent if silent > self.log_silent_s else None
