@@ -234,3 +234,21 @@ async def test_console_on_rank0_shows_every_rank_and_opens_rank1s_log(two_nodes,
                          and _status(a, r0).get("state") == "exited", timeout=60, what="rank 0 stopped")
     # rank 1 was already dead: nothing to signal there, and the run's end reads stopped on node-a
     assert json.loads((_run_dir(a, r0) / "stopped.json").read_text())["signals"][0] == "SIGINT"
+
+
+def test_unreachable_node_is_named_and_stop_is_all_or_none(two_nodes, capsys):
+    a, b = two_nodes["node-a"], two_nodes["node-b"]
+    gid, (r0, r1), _ = _launch(capsys, *_args("--sim-speed", "20"))
+    _wait_log(b, r1, "Dummy health check server started")
+    b.proc.terminate()  # node-b's sshd goes away (its tmux and rank 1 keep running)
+    b.proc.wait(10)
+    rc, out, err = cli(capsys, "runs", "node-a", "--no-adopt")
+    assert rc == 0, err
+    line = next(x for x in out.splitlines() if x.startswith(f"run across nodes {gid}"))
+    assert "rank 1 unknown (node-b: " in line
+    assert line.endswith(" while rank 0 ready"), line
+    rc, out, err = cli(capsys, "stop", "node-a", r0, "--int-timeout", "10")
+    assert rc == 1 and "node node-b refused the relaunch lock (" in err
+    assert "released the locks taken on node-a; nothing was started or stopped" in err
+    assert _status(a, r0)["state"] == "running" and not (_run_dir(a, r0) / "stopped.json").exists()
+    assert not (a.node_home / "relaunch.lock").exists()

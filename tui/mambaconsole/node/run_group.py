@@ -143,7 +143,8 @@ async def stop(members: Sequence[Member], *, int_s: float = 30.0, term_s: float 
 async def view(m: Member) -> RankView:
     """One rank's :class:`RankView`: its record (re-read) and the phase of its log's tail."""
     if m.run is None:
-        return RankView(m.rank, m.host, None, None, error="no run recorded for this rank")
+        why = getattr(m.store, "why", None)  # a node that could not be reached (_Unreachable)
+        return RankView(m.rank, m.host, None, None, error=why or "no run recorded for this rank")
     try:
         run = await m.store.get(m.run.run_id)
         text = await m.store.tail(run.run_id, TAIL_BYTES)
