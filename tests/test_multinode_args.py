@@ -151,3 +151,10 @@ def test_inspect_of_a_waiting_rank_and_its_json(capsys, tmp_path):
     one = tmp_path / "one.log"
     one.write_text("[2026-12-01 13:14:03] Init parallel begin.\n")
     assert json.loads(_inspect(capsys, str(one), "--json"))["multinode"] is None
+
+
+def test_a_ready_rank_beside_a_dead_one_is_not_called_serving():
+    dead = RankView(1, "b", "r1", "exited", exit_code=137, signal="SIGKILL")
+    ready = RankView(0, "a", "r0", "running", alive=True, phase=LogPhase("ready"))
+    assert fates_line([ready, dead]) == ("rank 1 dead (exit 137, SIGKILL) while rank 0 ready by its log (no step "
+                                         "completes without rank 1)")

@@ -312,7 +312,17 @@ def fates_line(views: Sequence[RankView]) -> str:
                                                    and not v.stopped and v.exit_code != 0)]
     good = [v for v in views if v not in bad]
     if bad and good:
-        return "; ".join(rank_fate(v) for v in bad) + " while " + "; ".join(rank_fate(v) for v in good)
+        dead = [v for v in bad if v.state is not None]
+
+        def fate(v: RankView) -> str:
+            # every step of a TP group needs all its ranks: a live rank whose log says ready
+            # completes no step without the dead one (gloo raises, NCCL hangs: module doc)
+            if dead and v.alive and v.phase is not None and v.phase.outcome == "ready" and not v.phase.peer_closed:
+                return rank_fate(v) + " by its log (no step completes without " + \
+                    " and ".join(f"rank {d.rank}" for d in dead) + ")"
+            return rank_fate(v)
+
+        return "; ".join(rank_fate(v) for v in bad) + " while " + "; ".join(fate(v) for v in good)
     return "; ".join(rank_fate(v) for v in views)
 
 
