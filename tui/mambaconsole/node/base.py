@@ -101,6 +101,33 @@ async def line_batches(read: Callable[[int], Awaitable[bytes]]) -> AsyncIterator
         yield [rest]
 
 
+async def exchange_stream(reader, writer, data: bytes, name: str, path: str, timeout: float | None,
+                          limit: int) -> bytes:
+    """Send ``data`` on an opened stream pair, close the sending half, read to EOF (at most
+    ``limit`` bytes); the shared body of :meth:`Node.exchange_unix`."""
+    import asyncio
+
+    async def talk() -> bytes:
+        writer.write(data)
+        writer.write_eof()
+        chunks, size = [], 0
+        while True:
+            chunk = await reader.read(READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                raise NodeError(f"{name}: {path} answered more than {limit} bytes")
+            chunks.append(chunk)
+
+    try:
+        return await asyncio.wait_for(talk(), timeout)
+    except asyncio.TimeoutError:
+        raise CommandTimeout(f"{name}: no answer from {path} within {timeout:g} s") from None
+    finally:
+        writer.close()
+
+
 class Node(abc.ABC):
     """A machine the console works on. Async; use as ``async with`` to close it.
 
@@ -151,6 +178,16 @@ class Node(abc.ABC):
         """Like :meth:`stream_lines`, but yields the lines that arrived together as one list
         (one await per chunk instead of per line: for high line rates such as the agent's).
         Implementations split chunks with :func:`line_batches`."""
+
+    async def exchange_unix(self, path: str, data: bytes, *, timeout: float | None = 60.0,
+                            limit: int = 64 << 20) -> bytes:
+        """Connect to the UNIX socket ``path`` on the node, send ``data``, close the sending
+        half and return what it answers until it closes (at most ``limit`` bytes). No process
+        is started on the node (SSH: one ``direct-streamlocal`` channel on the open connection,
+        OpenSSH's ``AllowStreamLocalForwarding``, on by default). Raises :class:`NodeError` when
+        the socket cannot be reached or the node refuses such channels (callers fall back to a
+        command), :class:`CommandTimeout` past ``timeout`` seconds."""
+        raise NodeError(f"{self.name}: no UNIX socket channel to the node")
 
     @abc.abstractmethod
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:

@@ -7,7 +7,8 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 
-from mambaconsole.node.base import Command, CommandResult, CommandTimeout, Node, line_batches
+from mambaconsole.node.base import (Command, CommandResult, CommandTimeout, Node, NodeError, exchange_stream,
+                                    line_batches)
 
 #: the StreamReader buffer limit of the subprocess pipes, in bytes
 STREAM_LIMIT = 16 * 1024 * 1024
@@ -74,6 +75,14 @@ class LocalNode(Node):
 
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         return remote_port
+
+    async def exchange_unix(self, path: str, data: bytes, *, timeout: float | None = 60.0,
+                            limit: int = 64 << 20) -> bytes:
+        try:
+            reader, writer = await asyncio.open_unix_connection(path, limit=STREAM_LIMIT)
+        except OSError as exc:
+            raise NodeError(f"{self.name}: cannot connect to {path}: {exc}") from None
+        return await exchange_stream(reader, writer, data, self.name, path, timeout, limit)
 
     async def close(self) -> None:
         for proc in list(self._procs):

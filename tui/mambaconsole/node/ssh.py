@@ -34,7 +34,7 @@ import asyncssh
 
 from mambaconsole.backoff import RECONNECT
 from mambaconsole.node.base import (READ_CHUNK, Command, CommandResult, CommandTimeout, Node, NodeError, command_line,
-                                     line_batches)
+                                     exchange_stream, line_batches)
 
 #: seconds for the TCP connection plus SSH handshake and login, unless ConnectTimeout says otherwise
 CONNECT_TIMEOUT = 15.0
@@ -430,6 +430,20 @@ class SSHNode(Node):
             if drain is not None:
                 drain.cancel()
             await self._kill_remote(proc, pid, nonce)
+
+    async def exchange_unix(self, path: str, data: bytes, *, timeout: float | None = 60.0,
+                            limit: int = 64 << 20) -> bytes:
+        conn = await self._connection()
+        try:
+            reader, writer = await asyncio.wait_for(conn.open_unix_connection(path, encoding=None), timeout)
+        except asyncio.TimeoutError:
+            raise CommandTimeout(f"{self.name}: no channel to {path} within {timeout:g} s") from None
+        except (asyncssh.Error, OSError) as exc:
+            raise NodeError(f"{self.name}: cannot reach {path}: {exc}") from None
+        try:
+            return await exchange_stream(reader, writer, data, self.name, path, timeout, limit)
+        except (asyncssh.Error, OSError) as exc:
+            raise NodeError(f"{self.name}: {path}: {exc}") from None
 
     async def forward_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> int:
         conn = await self._connection()
