@@ -9,7 +9,8 @@ from the config; with weights the headers are read once, then cached like the co
   over ``SSHNode`` (a fork of the warm resolver on the node, asked over a UNIX-socket channel of
   the SSH connection: no process is started on the node per request), the node facts from the session's
   cache, ``budget.plan_from_node`` with advice; PLANS times, all on the seed scenario's first
-  argv (the one that fails in the Mamba pool), planned for a 96 GiB GPU;
+  argv (``extra_buffer`` with the default caps), SGLang resolving as on a 96 GiB RTX PRO 6000
+  Blackwell (the planned device of ``plan --gpu-memory-gib``);
 - the first prediction of a session (resolver start + the node-facts script over SSH), apart;
 - what it saves (the baseline, same run): a real SGLang 0.5.23 server (the server test venv of
   ``tests/fixtures/real_sglang.py``, tiny hybrid model, dummy weights, CPU) from launch to its
@@ -42,16 +43,19 @@ from fixtures.sglang_venvs import MODELS, sglang_env_extra, venv_root  # noqa: E
 from fixtures.sshd import ssh_session  # noqa: E402
 
 from mambaconsole.node.ssh import SSHNode  # noqa: E402
-from mambaconsole.resolve import WarmResolver  # noqa: E402
+from mambaconsole.resolve import WarmResolver, planned_device  # noqa: E402
 from mambaconsole.sglang import budget  # noqa: E402
 
 PLANS = 8
 GOAL_S = 1.0
 VERSION = "0.5.23"
-ARGV = ["--model-path", str(MODELS["qwen3.6-hybrid"]), "--device", "cpu", "--mem-fraction-static", "0.9",
+#: the seed scenario's first launch (extra_buffer, default caps), planned for its GPU
+ARGV = ["--model-path", str(MODELS["qwen3.6-hybrid"]), "--mem-fraction-static", "0.9",
         "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
         "--speculative-num-draft-tokens", "4", "--max-running-requests", "16",
-        "--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule"]
+        "--mamba-radix-cache-strategy", "extra_buffer"]
+GPU_NAME, GPU_GIB = "RTX PRO 6000 Blackwell", 96
+DEVICE = planned_device(GPU_NAME, GPU_GIB << 30, (12, 0))
 
 
 async def node_facts(node, python: str, model: str, env: dict) -> dict:
@@ -65,19 +69,19 @@ async def predictions(python: str) -> tuple[float, list[float], dict]:
     node = SSHNode("gpu-node")
     await node.connect()
     try:
-        async with WarmResolver(node, python, env=env, warm_argv=ARGV) as warm:
+        async with WarmResolver(node, python, env=env, warm_argv=ARGV, planned_device=DEVICE) as warm:
             t = time.perf_counter()
             await warm.start()
             res = await warm.resolve(ARGV)
             facts = await node_facts(node, python, ARGV[1], env)
-            plan = budget.plan_from_node(res, facts, gpu_memory_gib=96)
+            plan = budget.plan_from_node(res, facts, gpu_memory_gib=GPU_GIB, gpu_name=GPU_NAME)
             first = time.perf_counter() - t
             times, model_s = [], []
             for _ in range(PLANS):
                 t = time.perf_counter()
                 res = await warm.resolve(ARGV)
                 t1 = time.perf_counter()
-                plan = budget.plan_from_node(res, facts, gpu_memory_gib=96)
+                plan = budget.plan_from_node(res, facts, gpu_memory_gib=GPU_GIB, gpu_name=GPU_NAME)
                 times.append(time.perf_counter() - t)
                 model_s.append(time.perf_counter() - t1)
     finally:
