@@ -137,3 +137,38 @@ async def test_a_flood_is_drawn_at_most_once_a_frame_and_its_last_lines_are_draw
         assert app.log_pane._seen_total == 200  # the last batch is drawn, after the frame interval
         gaps = [b - a for a, b in zip(draws, draws[1:])]
         assert gaps and min(gaps) >= LOG_FRAME_S * 0.9  # never two redraws within a frame
+
+
+async def test_what_the_first_paint_does_not_need_starts_once_the_log_is_drawn(monkeypatch):
+    import mambaconsole.ui.app as app_mod
+
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        started: list[str] = []
+        app._after_first_log(lambda: started.append("facts"))
+        history = lines(300)
+        size = history[-1].offset + history[-1].nbytes + 1
+        # the file's opening (its size then), then its history in two batches
+        app._intake.put(LogLines("r1", history[:100], opened_size=size, time_shift=0.0, size=size))
+        app.post_message(M.LogPending())
+        await pilot.pause(0.05)
+        assert app.state.reading_left() and started == []  # still reading: nothing else yet
+        app._intake.put(LogLines("r1", history[100:], size=size))
+        app.post_message(M.LogPending())
+        for _ in range(100):
+            await pilot.pause(0.01)
+            if started:
+                break
+        assert app.log_pane._seen_total == 300 and started == ["facts"]
+        app._after_first_log(lambda: started.append("http"))  # later: at once
+        assert started == ["facts", "http"]
+    # no log comes: they start FIRST_LOG_WAIT_S after they were asked for
+    monkeypatch.setattr(app_mod, "FIRST_LOG_WAIT_S", 0.1)
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        started = []
+        app._after_first_log(lambda: started.append("facts"))
+        await pilot.pause(0.3)
+        assert started == ["facts"]

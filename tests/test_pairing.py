@@ -212,6 +212,8 @@ async def test_stale_log_trap_new_run_never_started(node_home, tmp_path, no_conf
             await wait_until(pilot, lambda: app.state.run and app.state.run.run_id == new.run_id, what="the new run")
             await wait_until(pilot, lambda: app.state.log_total >= 1, what="the new run's log")
             assert app.state.status == "never started"
+            # the panes are redrawn from the log at most LOG_FRAME_S after the state took it
+            await wait_until(pilot, lambda: "reading" not in shown(app.bar), what="the header once the log is read")
             header = shown(app.bar)
             # the one-line header names the program by its path's end; the log has it whole
             tail = "/".join(Path(missing).parts[-3:])

@@ -55,6 +55,8 @@ LOG_DRAW_ALL_S = 2.0
 #: log view, the status line, the speculative stats; at Textual's 60 frames a second a flood
 #: spent most of the CPU drawing and key presses waited behind the frames)
 LOG_FRAME_S = 1 / 30
+#: seconds the workers the first paint does not need wait for the log's first lines at most
+FIRST_LOG_WAIT_S = 1.5
 #: the runs listing backs off up to this many poll intervals while nothing changes (the
 #: current run's own status changes reach us at once through its log stream)
 RUNS_IDLE_FACTOR = 5
@@ -208,6 +210,9 @@ class ConsoleApp(App[int]):
         self._intake = LogIntake()  # log lines received, not folded in yet
         self._log_changed: set[str] = set()  # panes the folded lines changed, not redrawn yet
         self._drawn_at = self._drawn_all_at = 0.0
+        self._first_log_drawn = False  # the workers _after_first_log holds back are started
+        self._deferred: list[Callable[[], object]] = []
+        self._deferred_timer = None
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
         self._log_frame_timer = None  # a Timer: draws what the last fold changed, LOG_FRAME_S after the last draw
 
@@ -350,10 +355,32 @@ class ConsoleApp(App[int]):
             except Exception as exc:
                 self.notify(f"could not start: {exc}", severity="error", timeout=15, markup=False)
         self.watch_link()
-        self.load_facts()
         self.poll_runs()
         self.watch_gpu()
         self.watch_ranks()
+        self._after_first_log(self.load_facts)
+
+    def _after_first_log(self, start: Callable[[], object]) -> None:
+        """Start ``start`` (a worker the first paint does not need: the node's SGLang version,
+        the server's HTTP polls, the resolution) once the log's history is read and drawn, or
+        FIRST_LOG_WAIT_S after it was asked for: on a busy node the run list and
+        the log's agent, which the first paint waits for, start first."""
+        if self._first_log_drawn:
+            start()
+            return
+        self._deferred.append(start)
+        if self._deferred_timer is None:
+            self._deferred_timer = self.set_timer(FIRST_LOG_WAIT_S, self._start_deferred)
+
+    def _start_deferred(self) -> None:
+        self._first_log_drawn = True
+        if self._deferred_timer is not None:
+            self._deferred_timer.stop()
+            self._deferred_timer = None
+        todo, self._deferred = self._deferred, []
+        if not self._closing:
+            for start in todo:
+                start()
 
     @work(exclusive=True, group="facts", exit_on_error=False)
     async def load_facts(self) -> None:
@@ -596,6 +623,8 @@ class ConsoleApp(App[int]):
         self.refresh_panes(self._log_changed)
         self._log_changed.clear()
         self._drawn_at = self._drawn_all_at = time.perf_counter()
+        if not self._first_log_drawn and self.state.reading_left() is None:
+            self.call_after_refresh(self._start_deferred)  # the log's history is read and drawn
 
     @on(M.Fed)
     def _fed(self, msg: M.Fed) -> None:
@@ -665,10 +694,10 @@ class ConsoleApp(App[int]):
             self._tail_run = run.run_id
             self.state.show_log_of(run.run_id)
             self.tail_log(run, 0)
-            self.poll_http()
+            self._after_first_log(self.poll_http)
         if run.argv and self._resolved_for != run.argv and self.start_workers:
             self._resolved_for = run.argv
-            self.resolve_current(run.argv, run)
+            self._after_first_log(lambda argv=run.argv: self.resolve_current(argv, run))
 
     def _count_idle(self, poll: str, event) -> None:
         """Before ``event`` is applied: count answers in a row that changed nothing (the poll
