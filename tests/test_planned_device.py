@@ -148,6 +148,25 @@ def test_0_5_11_resolves_the_seed_as_on_an_rtx_pro_6000():
 
 @pytest.mark.sglang
 @pytest.mark.timeout(300)
+def test_0_5_11_sizes_its_default_fraction_for_the_planned_gpu():
+    """The budget's first input, --mem-fraction-static, when not given: SGLang derives it from
+    the GPU's memory (on CPU it takes another branch)."""
+    r = resolve_on("0.5.11", H100, ["--model-path", str(MODELS["qwen3-next"])])
+    assert r["ok"], r["error"]
+    f = r["fields"]
+    assert f["attention_backend"]["value"] == "fa3"  # server_args.py:2492: Hopper, CUDA >= 12.3, no spec
+    gpu_mib = 80 * 1024  # nvidia-smi's memory.total of the planned GPU
+    chunk, max_bs = 8192, 256  # server_args.py:1344-1356: [60, 90) GiB, tp 1 < 4
+    assert (f["chunked_prefill_size"]["value"], f["cuda_graph_max_bs"]["value"]) == (chunk, max_bs)
+    reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + 1 * 1 / 8 * 1024  # server_args.py:1432-1445
+    assert f["disable_piecewise_cuda_graph"]["value"] is True  # so no piecewise term (:1458)
+    reserved = max(reserved, 10 * 1024)  # :1466, a GPU over 60 GiB; no speculative decoding
+    assert f["mem_fraction_static"]["value"] == round((gpu_mib - reserved) / gpu_mib, 3) == 0.836
+    assert writer(f["mem_fraction_static"]) == "_handle_gpu_memory_settings"
+
+
+@pytest.mark.sglang
+@pytest.mark.timeout(300)
 def test_0_5_23_on_an_h100_takes_the_hopper_branches():
     r = resolve_on("0.5.23", H100, seed_argv("0.5.23"))
     assert r["ok"], r["error"]
