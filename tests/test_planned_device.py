@@ -19,7 +19,6 @@ import pytest
 from fixtures.sglang_venvs import MODELS, ROOT, sglang_env, sglang_env_extra, sglang_python
 from mambaconsole.commands.plan import gpu_capability, planned_device_of, render
 from mambaconsole.errors import UsageError
-from mambaconsole.node.runs import agent_script
 
 GiB = 1 << 30
 RTX_PRO_6000 = {"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "total_bytes": 96 * GiB,
@@ -36,11 +35,16 @@ def seed_argv(version: str) -> list[str]:
             "--max-running-requests", "16", "--mem-fraction-static", "0.9", strategy, "extra_buffer"]
 
 
-def resolve_on(version: str, device: dict, argv: list[str]) -> dict:
-    out = subprocess.run([str(sglang_python(version)), "-u", "-", "--planned-device", json.dumps(device), "--", *argv],
-                         input=agent_script("resolver.py"), capture_output=True, timeout=280, env=sglang_env())
-    assert out.returncode == 0, out.stderr.decode()[-2000:]
-    return json.loads(out.stdout.decode().splitlines()[-1])
+def resolve_on(version: str, device: dict, argv: list[str], tmp_path) -> dict:
+    """``mambaconsole resolve --json`` with the planned ``device`` described by its flags."""
+    env = [x for k, v in sglang_env_extra().items() for x in ("--env", f"{k}={v}")]
+    gpu = ["--gpu-memory-gib", str(device["total_bytes"] / GiB), "--gpu-name", device["name"],
+           "--gpu-capability", "%d.%d" % tuple(device["capability"]), "--cuda-version", device["cuda_version"]]
+    out = subprocess.run([sys.executable, "-m", "mambaconsole", "resolve", "--json", "--python", str(sglang_python(version)),
+                          *env, *gpu, "--", *argv], capture_output=True, text=True, timeout=280,
+                         env={**sglang_env(), "MAMBACONSOLE_CONFIG": str(tmp_path / "none.toml")})
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    return json.loads(out.stdout)
 
 
 def writer(field: dict) -> str | None:
@@ -127,8 +131,8 @@ def test_an_installed_sgl_kernel_is_left_alone():
 
 @pytest.mark.sglang
 @pytest.mark.timeout(300)
-def test_0_5_11_resolves_the_seed_as_on_an_rtx_pro_6000():
-    r = resolve_on("0.5.11", RTX_PRO_6000, seed_argv("0.5.11"))
+def test_0_5_11_resolves_the_seed_as_on_an_rtx_pro_6000(tmp_path):
+    r = resolve_on("0.5.11", RTX_PRO_6000, seed_argv("0.5.11"), tmp_path)
     assert r["ok"], r["error"]
     f = r["fields"]
     # accepted: on CPU 0.5.11 refuses it ("extra_buffer ... requires ... CUDA")
@@ -148,10 +152,10 @@ def test_0_5_11_resolves_the_seed_as_on_an_rtx_pro_6000():
 
 @pytest.mark.sglang
 @pytest.mark.timeout(300)
-def test_0_5_11_sizes_its_default_fraction_for_the_planned_gpu():
+def test_0_5_11_sizes_its_default_fraction_for_the_planned_gpu(tmp_path):
     """The budget's first input, --mem-fraction-static, when not given: SGLang derives it from
     the GPU's memory (on CPU it takes another branch)."""
-    r = resolve_on("0.5.11", H100, ["--model-path", str(MODELS["qwen3-next"])])
+    r = resolve_on("0.5.11", H100, ["--model-path", str(MODELS["qwen3-next"])], tmp_path)
     assert r["ok"], r["error"]
     f = r["fields"]
     assert f["attention_backend"]["value"] == "fa3"  # server_args.py:2492: Hopper, CUDA >= 12.3, no spec
@@ -167,8 +171,8 @@ def test_0_5_11_sizes_its_default_fraction_for_the_planned_gpu():
 
 @pytest.mark.sglang
 @pytest.mark.timeout(300)
-def test_0_5_23_on_an_h100_takes_the_hopper_branches():
-    r = resolve_on("0.5.23", H100, seed_argv("0.5.23"))
+def test_0_5_23_on_an_h100_takes_the_hopper_branches(tmp_path):
+    r = resolve_on("0.5.23", H100, seed_argv("0.5.23"), tmp_path)
     assert r["ok"], r["error"]
     f = r["fields"]
     assert f["mamba_radix_cache_strategy"]["value"] == "extra_buffer"

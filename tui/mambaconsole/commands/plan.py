@@ -36,9 +36,20 @@ def make_plan(resolved: dict, facts: dict, *, gpu_memory_gib: float | None = Non
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="local", help="ssh alias, user@host[:port], or 'local' (default)")
     parser.add_argument("--python", default="python3", help="the SGLang server's python on the node (default: python3)")
-    parser.add_argument("--gpu-memory-gib", type=float, metavar="N",
-                        help="plan for a GPU of N GiB that is not there: SGLang resolves as on it (the node's GPU "
-                             "is not read); give --gpu-name or --gpu-capability too")
+    add_planned_gpu_arguments(parser, "plan for a GPU of N GiB that is not there: SGLang resolves as on it (the "
+                                        "node's GPU is not read); give --gpu-name or --gpu-capability too")
+    parser.add_argument("--json", action="store_true", help="print the prediction as JSON (stable keys)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment variable for SGLang on the node (repeatable), like a launch's env prefix")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds (default 180)")
+    parser.add_argument("sglang_args", nargs=argparse.REMAINDER,
+                        help="-- then the SGLang server flags (e.g. -- --model-path M --tp-size 2)")
+
+
+def add_planned_gpu_arguments(parser: argparse.ArgumentParser, memory_help: str) -> None:
+    """``--gpu-memory-gib`` and its companions (``plan`` and ``resolve``); read by
+    :func:`planned_device_of`."""
+    parser.add_argument("--gpu-memory-gib", type=float, metavar="N", help=memory_help)
     parser.add_argument("--gpu-name", help="with --gpu-memory-gib: the planned GPU's name (its compute capability "
                                            "is known for common NVIDIA GPUs, e.g. H100, RTX PRO 6000 Blackwell)")
     parser.add_argument("--gpu-capability", metavar="X.Y", help="with --gpu-memory-gib: the planned GPU's compute "
@@ -47,12 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --gpu-memory-gib: how many such GPUs the node has (default 1)")
     parser.add_argument("--cuda-version", default="12.8", metavar="X.Y",
                         help="with --gpu-memory-gib: the CUDA version of the node's torch (default 12.8)")
-    parser.add_argument("--json", action="store_true", help="print the prediction as JSON (stable keys)")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="environment variable for SGLang on the node (repeatable), like a launch's env prefix")
-    parser.add_argument("--timeout", type=float, default=180.0, help="seconds (default 180)")
-    parser.add_argument("sglang_args", nargs=argparse.REMAINDER,
-                        help="-- then the SGLang server flags (e.g. -- --model-path M --tp-size 2)")
 
 
 def run(args: argparse.Namespace) -> int:

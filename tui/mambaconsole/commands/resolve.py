@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="environment variable for SGLang on the node (repeatable), like a launch's env prefix")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds (default 180)")
+    from mambaconsole.commands.plan import add_planned_gpu_arguments
+
+    add_planned_gpu_arguments(parser, "resolve as SGLang does on a GPU of N GiB that is not there (with "
+                                      "--gpu-name or --gpu-capability), e.g. on a laptop")
     parser.add_argument("sglang_args", nargs=argparse.REMAINDER,
                         help="-- then the SGLang server flags (e.g. -- --model-path M --tp-size 2)")
 
@@ -50,10 +54,12 @@ def run(args: argparse.Namespace) -> int:
     env = _env(args.env)
     if not args.params and not sglang_args:
         raise UsageError("give the SGLang flags after --, e.g. mambaconsole resolve -- --model-path M")
+    from mambaconsole.commands.plan import planned_device_of
     from mambaconsole.resolve import ResolveError
 
+    device = planned_device_of(args)
     try:
-        result = asyncio.run(_fetch(args.host, args.python, sglang_args, env, args.params, args.timeout))
+        result = asyncio.run(_fetch(args.host, args.python, sglang_args, env, args.params, args.timeout, device))
     except ResolveError as exc:
         raise python_hint(exc, args.python, args.host) from None
     if args.json or args.params:
@@ -66,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result["ok"] else 1
 
 
-async def _fetch(host, python, argv, env, want_params, timeout):
+async def _fetch(host, python, argv, env, want_params, timeout, device=None):
     from mambaconsole.node import connect
     from mambaconsole.resolve import params, resolve
 
@@ -74,7 +80,7 @@ async def _fetch(host, python, argv, env, want_params, timeout):
     try:
         if want_params:
             return await params(node, python=python, env=env, timeout=timeout)
-        return await resolve(node, argv, python=python, env=env, timeout=timeout)
+        return await resolve(node, argv, python=python, env=env, timeout=timeout, planned_device=device)
     finally:
         await node.close()
 
