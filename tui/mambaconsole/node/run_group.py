@@ -190,8 +190,9 @@ class Group:
             try:
                 other = await connect(name)
             except (NodeError, ConsoleError, OSError) as exc:
-                self.unreachable[name] = str(exc)
-                self.members.append(Member(i, name, _Unreachable(name, str(exc))))  # type: ignore[arg-type]
+                why = str(exc).removeprefix(f"{name}: ")
+                self.unreachable[name] = why
+                self.members.append(Member(i, name, _Unreachable(name, why)))  # type: ignore[arg-type]
                 continue
             self._nodes.append(other)
             st = RunStore(other, python=store.python)
@@ -240,7 +241,9 @@ class GroupWatch:
     async def read(self, run_id: str | None) -> tuple[str | None, list[RankView]]:
         """``(group id, views)`` for the run ``run_id`` of this node; ``(None, [])`` when it is
         not a rank of a run across nodes (or there is no run). A run is asked for its group
-        once (one request to this node); only a group's ranks are read again on each call."""
+        once (one request to this node); only a group's ranks are read again on each call,
+        and when one of them could not be read the group is opened again (new connections)
+        on the next call."""
         if run_id != self.run_id:
             await self.close()
             self.run_id = run_id
@@ -251,7 +254,12 @@ class GroupWatch:
                 self.group = await Group(run.group, (self.host, self.node, self.store, run)).open(self.connect)
         if self.group is None:
             return None, []
-        return self.group.id, await views(self.group.members)
+        gid, got = self.group.id, await views(self.group.members)
+        if any(v.state is None for v in got):
+            # a node could not be read (or reached): connect afresh on the next read
+            await self.close()
+            self.run_id = None
+        return gid, got
 
     def member(self, rank: int) -> Member | None:
         if self.group is None:
