@@ -186,23 +186,24 @@ def test_0_5_23_on_an_h100_takes_the_hopper_branches(tmp_path):
 
 @pytest.mark.sglang
 @pytest.mark.timeout(300)
-def test_plan_the_seed_on_a_laptop_0_5_11(tmp_path):
-    py = sglang_python("0.5.11")
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.23"])
+def test_plan_the_seed_on_a_laptop(tmp_path, version):
+    py = sglang_python(version)
     env = [x for k, v in sglang_env_extra().items() for x in ("--env", f"{k}={v}")]
     out = subprocess.run([sys.executable, "-m", "mambaconsole", "plan", "--python", str(py), *env, "--json",
-                          "--gpu-memory-gib", "96", "--gpu-name", "RTX PRO 6000 Blackwell", "--", *seed_argv("0.5.11")],
+                          "--gpu-memory-gib", "96", "--gpu-name", "RTX PRO 6000 Blackwell", "--", *seed_argv(version)],
                          capture_output=True, text=True, timeout=280,
                          env={**sglang_env(), "MAMBACONSOLE_CONFIG": str(tmp_path / "none.toml")})
     assert out.returncode in (0, 1), out.stderr
     p = json.loads(out.stdout)
     assert out.returncode == (0 if p["fits"] else 1)
-    assert p["sglang_version"] == "0.5.11" and p["gpu_planned"] is True and p["gpu_total_gib"] == 96
+    assert p["sglang_version"] == version and p["gpu_planned"] is True and p["gpu_total_gib"] == 96
     assert p["notes"][0].startswith("planned device: RTX PRO 6000 Blackwell, 96.0 GiB, compute capability 12.0")
     assert not any("resolved these arguments for device" in n for n in p["notes"])  # resolved for cuda
     assert any(n.startswith("extra_buffer: each request's 2 tracking slots come out of the Mamba slots") for n in p["notes"])
     assert p["max_mamba_cache_size"] and p["max_running_requests"]
-    # real 0.5.11 sizing: extra_buffer's tracking slots come out of the pool's size + 1 rows
-    # (mem_cache/memory_pool.py:260 MambaPool, :590 HybridReqToTokenPool alloc), so the default
+    # real sizing: extra_buffer's tracking slots come out of the pool's size + 1 rows (0.5.11
+    # mem_cache/memory_pool.py:260 MambaPool, :590 HybridReqToTokenPool alloc; 0.5.23 :724), so the default
     # caps fit on the planned GPU; what is left for graphs is under SGLang's own reserve: a risk
     assert (p["fits"], p["fails_at"]) == (True, None) and p["risk"]
     assert "planned for a 96 GiB RTX PRO 6000 Blackwell, not measured" in render(p).splitlines()[0]
