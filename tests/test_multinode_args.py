@@ -158,3 +158,10 @@ def test_a_ready_rank_beside_a_dead_one_is_not_called_serving():
     ready = RankView(0, "a", "r0", "running", alive=True, phase=LogPhase("ready"))
     assert fates_line([ready, dead]) == ("rank 1 dead (exit 137, SIGKILL) while rank 0 ready by its log (no step "
                                          "completes without rank 1)")
+
+
+def test_a_joined_rank1_reads_ready_though_it_prints_no_ready_line(capsys):
+    # a rank >= 1 never prints "The server is fired up"; its stand-in /health starts once its
+    # schedulers are ready: the fold (console, inspect, history) calls it ready from that line
+    r = json.loads(_inspect(capsys, str(DATA / "0.5.23-rank1-ready.log"), "--json"))
+    assert r["outcome"] == "ready" and r["failure"] is None

@@ -599,6 +599,7 @@ LOG_EVENTS: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]] =
     E.GraphCaptureEnd: (("gpu", GpuSlice.on_graphs),),
     E.ReadySummary: (("args", ArgsSlice.on_ready_summary),),
     E.ServerReady: (("fold", FoldSlice.on_ready),),
+    E.FollowerReady: (("fold", FoldSlice.on_ready),),
     E.ServerArgsDump: (("args", ArgsSlice.on_args_dump),),
     E.ConcurrencyCapped: (("args", ArgsSlice.on_capped), ("spec", SpecSlice.on_capped)),
     E.Traceback: (("gpu", GpuSlice.on_traceback),),

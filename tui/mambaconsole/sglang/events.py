@@ -74,7 +74,7 @@ __all__ = [
     "Event", "Text", "PythonWarning", "DecodeBatch", "PrefillBatch", "BatchLine",
     "DistributedInit", "WeightsLoadBegin", "WeightsLoaded", "MambaCacheAllocated",
     "KVCacheAllocated", "MemoryPoolEnd", "GraphCaptureBegin", "GraphCaptureEnd",
-    "GraphBatchSizes", "Progress", "ReadySummary", "ConcurrencyCapped", "ServerReady",
+    "GraphBatchSizes", "Progress", "ReadySummary", "ConcurrencyCapped", "ServerReady", "FollowerReady",
     "HttpServerUp", "AppStartupComplete", "HttpAccess", "ServerArgsDump", "Traceback", "Frame", "SigquitReceived",
     "ChildCrashed", "SchedulerDied", "KillProcessTree", "WatchdogTimeout", "HealthCheckFailed",
     "RetractRequests", "FlagDeprecated", "EndpointDeprecated", "SettingChanged", "Killed",
@@ -665,6 +665,20 @@ class ServerReady(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FollowerReady(Event):
+    """``Dummy health check server started in background thread at HOST:PORT``: a rank >= 1 of
+    a run across nodes (``--node-rank`` >= 1) whose schedulers are ready (joined rank 0, model
+    loaded, pools allocated) serves its stand-in ``/health``; it prints no ready line of its
+    own (0.5.11 ``srt/entrypoints/engine.py:712-731``, ``srt/utils/common.py:2583``; 0.5.23
+    ``engine.py:1234-1283``, ``common.py:3684``). ``address``: ``HOST:PORT`` as printed."""
+
+    address: str | None = None
+    KIND = "follower_ready"
+    VERSIONS = "0.5.11-0.5.23"
+    SOURCE = "srt/utils/common.py:launch_dummy_health_check_server"
+
+
+@dataclass(frozen=True, kw_only=True)
 class HttpServerUp(Event):
     """uvicorn's ``INFO:     Uvicorn running on http://H:P (Press CTRL+C to quit)``. HTTP is
     up; warm-up may still fail — this is not "ready"."""
@@ -903,7 +917,7 @@ class Killed(Event):
 EVENT_TYPES: tuple[type[Event], ...] = (
     Text, PythonWarning, DecodeBatch, PrefillBatch, DistributedInit, WeightsLoadBegin,
     WeightsLoaded, MambaCacheAllocated, KVCacheAllocated, MemoryPoolEnd, GraphCaptureBegin,
-    GraphCaptureEnd, GraphBatchSizes, Progress, ReadySummary, ConcurrencyCapped, ServerReady,
+    GraphCaptureEnd, GraphBatchSizes, Progress, ReadySummary, ConcurrencyCapped, ServerReady, FollowerReady,
     HttpServerUp, AppStartupComplete, HttpAccess, ServerArgsDump, Traceback, SigquitReceived, ChildCrashed,
     SchedulerDied, KillProcessTree, WatchdogTimeout, HealthCheckFailed, RetractRequests,
     FlagDeprecated, EndpointDeprecated, SettingChanged, Killed,
@@ -1477,6 +1491,15 @@ def _p_hybrid(msg: str, kw: dict) -> Event | None:
     return None
 
 
+_FOLLOWER_UP = "Dummy health check server started in background thread at "
+
+
+def _p_dummy(msg: str, kw: dict) -> Event | None:
+    if msg.startswith(_FOLLOWER_UP):
+        return FollowerReady(address=msg[len(_FOLLOWER_UP):].strip() or None, **kw)
+    return None
+
+
 def _p_disable(msg: str, kw: dict) -> Event | None:
     if msg.startswith("Disabling overlap schedule"):
         return SettingChanged(setting="disable_overlap_schedule", value=True, **kw)
@@ -1528,6 +1551,7 @@ _DISPATCH: dict[str, Any] = {
     "Endp": _p_endpoint,
     "Hybr": _p_hybrid,
     "Disa": _p_disable,
+    "Dumm": _p_dummy,
     "Usin": _p_using,
     "Kill": _p_killed,
 }

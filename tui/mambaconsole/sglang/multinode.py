@@ -294,10 +294,10 @@ def rank_fate(v: RankView) -> str:
         if p.connect_to:
             return f"{head} cannot reach rank 0's store at {p.connect_to} (distributed init)"
         return f"{head} waits at distributed init"
-    if p.outcome == "ready":
-        return f"{head} ready"
     if p.follower_up:
         return f"{head} joined (its stand-in /health up)"
+    if p.outcome == "ready":
+        return f"{head} ready"
     if p.outcome in ("crashed", "oom", "arg_error", "exited"):
         return f"{head} {p.outcome} but alive" + (f": {p.failure}" if p.failure else "")
     return f"{head} {p.outcome}"

@@ -621,7 +621,7 @@ class RunFold:
             b.summary = ev  # type: ignore[assignment]
         elif t is E.ConcurrencyCapped:
             b.capped = ev  # type: ignore[assignment]
-        elif t is E.ServerReady:
+        elif t is E.ServerReady or t is E.FollowerReady:  # a rank >= 1 prints no ready line of its own
             b.ready = True
             b.ready_time = b.ready_time or ev.time
         elif t is E.HttpServerUp:
