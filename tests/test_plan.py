@@ -123,10 +123,11 @@ def test_plan_uses_the_nodes_gpu_and_weights():
 def test_plan_without_sglang_says_which_python_to_give(tmp_path):
     """The python given cannot import sglang: the one-line error says to give the server's."""
     env = {**os.environ, "MAMBACONSOLE_CONFIG": str(tmp_path / "none.toml")}
-    p = subprocess.run([sys.executable, "-m", "mambaconsole", "plan", "--python", sys.executable, "--",
-                        "--model-path", "m"], capture_output=True, text=True, timeout=120, env=env)
-    assert p.returncode == 1 and p.stdout == ""
-    assert "cannot import sglang" in p.stderr and "--python PATH" in p.stderr and p.stderr.count("\n") == 1
+    for planned in ([], ["--gpu-memory-gib", "96", "--gpu-name", "H100"]):  # with a planned GPU too
+        p = subprocess.run([sys.executable, "-m", "mambaconsole", "plan", "--python", sys.executable, *planned, "--",
+                            "--model-path", "m"], capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 1 and p.stdout == ""
+        assert "cannot import sglang" in p.stderr and "--python PATH" in p.stderr and p.stderr.count("\n") == 1
 
 
 @pytest.mark.sglang

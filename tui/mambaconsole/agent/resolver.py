@@ -23,6 +23,8 @@ Usage (argv after ``-``)::
     --serve                 warm mode: import and warm up, listen on a private unix socket,
                             print a ``ready`` JSON line with its path, answer each request in a
                             fresh fork; heartbeat lines; exits when stdout closes or when idle
+    --planned-device JSON   (before the others) SGLang sees this GPU instead of the node's:
+                            ``install_planned_device``; every answer's first messages say so
 
 Everything SGLang prints goes to stderr: this script's JSON is the only thing on stdout.
 """
@@ -1039,8 +1041,6 @@ class PlannedDeviceError(RuntimeError):
     """SGLang asked the planned device for something only a real one can answer."""
 
 
-#: the planned device's facts (``--planned-device``), or None; read by the stand-ins below
-PLANNED = None
 #: what the answers say of the planned device (each resolution's first messages)
 PLANNED_NOTES = []
 
@@ -1157,7 +1157,6 @@ def install_planned_device(dev):
     ``get_nvgpu_memory_capacity`` reads the GPU's memory so); ``sgl_kernel`` gets the import-only
     stand-in of :func:`_kernel_standin` only when this python has none. Returns the notes the
     answer carries (what was assumed)."""
-    global PLANNED
     import importlib.util
     import subprocess
 
@@ -1165,7 +1164,6 @@ def install_planned_device(dev):
     import torch.cuda
     import torch.version
 
-    PLANNED = dict(dev)
     total, name = int(dev["total_bytes"]), str(dev["name"])
     cap = (int(dev["capability"][0]), int(dev["capability"][1]))
     count = int(dev.get("count", 1))
@@ -1261,7 +1259,17 @@ def main(argv):
         elif a == "--warm-argv":
             warm_argv = json.loads(args.pop(0))
         elif a == "--planned-device":
-            PLANNED_NOTES[:] = install_planned_device(json.loads(args.pop(0)))
+            import importlib.util
+            if importlib.util.find_spec("sglang") is None:  # the same answer as without a planned device
+                _emit_line(out, {"ok": False, "fatal": "cannot import sglang: ModuleNotFoundError: No module named "
+                                 "'sglang'", "python": sys.executable})
+                return 4
+            try:
+                PLANNED_NOTES[:] = install_planned_device(json.loads(args.pop(0)))
+            except Exception as exc:  # no torch in this python, a bad description
+                _emit_line(out, {"ok": False, "fatal": "cannot present the planned device: %s: %s"
+                                 % (type(exc).__name__, exc), "python": sys.executable})
+                return 4
         else:
             args.insert(0, a)
             break
