@@ -80,3 +80,42 @@ def test_renamed_flags_from_the_table():
     assert renamed_flag("--tp-size", "0.5.23") is None
     probs = LaunchCommand.parse("sglang serve Qwen/Q --tp 2").check(version="0.5.23")
     assert not [p for p in probs if "positional" in p.message]
+
+
+def test_unknown_flag_hints_come_from_the_table():
+    """What the resolver says of a flag the node's parser does not know comes from the one
+    table (the node-side resolver has none of its own). Expected sentences: the renames the
+    issue and SGLang's release notes name (--cuda-graph-max-bs -> --cuda-graph-max-bs-decode in
+    0.5.14, --stream-output -> --incremental-streaming-output in 0.5.10); a removal's release is
+    the first one after the last release whose parser took the flag (read off ACCEPTED here)."""
+    assert F.unknown_flag_hint("--cuda-graph-max-bs", "0.5.23") == \
+        "unknown in SGLang 0.5.23; renamed `--cuda-graph-max-bs-decode` in 0.5.14"
+    assert F.unknown_flag_hint("--stream-output", "0.5.23") == \
+        "unknown in SGLang 0.5.23; renamed `--incremental-streaming-output` in 0.5.10"
+    assert F.unknown_flag_hint("--cuda-graph-max-bs-decode", "0.5.11") == \
+        "unknown in SGLang 0.5.11; it is the 0.5.14+ name of `--cuda-graph-max-bs`, use that here"
+    # renamed twice: each rename up to the name 0.5.23 takes, with the value SGLang names
+    piecewise = F.unknown_flag_hint("--enable-piecewise-cuda-graph", "0.5.23")
+    assert piecewise.startswith("unknown in SGLang 0.5.23; renamed `--enforce-piecewise-cuda-graph` in 0.5.10, then ")
+    assert "`--cuda-graph-backend-prefill=tc_piecewise`" in piecewise
+    flag = "--enable-double-sparsity"
+    last = max(i for i, v in enumerate(VERSIONS) if flag in ACCEPTED[v])
+    assert F.unknown_flag_hint(flag, "0.5.23") == f"unknown in SGLang 0.5.23; removed in {VERSIONS[last + 1]}"
+    assert F.unknown_flag_hint("--tp-szie", "0.5.23") is None  # no release took it: the parser's own guess stands
+    assert F.unknown_flag_hint("--cuda-graph-max-bs", "0.6.0") is None  # not covered: not guessed
+    ue = {"message": "m", "unknown_flags": ["--stream-output", "--tp-szie"],
+          "suggestions": {"--stream-output": "unknown in SGLang 0.5.23; did you mean `--stream-interval`?",
+                          "--tp-szie": "unknown in SGLang 0.5.23; did you mean `--tp-size`?"}}
+    assert F.explain_unknown_flags(ue, "0.5.23")["suggestions"] == {
+        "--stream-output": "unknown in SGLang 0.5.23; renamed `--incremental-streaming-output` in 0.5.10",
+        "--tp-szie": "unknown in SGLang 0.5.23; did you mean `--tp-size`?"}
+
+
+def test_one_rename_table():
+    """The node-side resolver and the simulated node keep no rename table of their own."""
+    from pathlib import Path
+
+    pkg = Path(F.__file__).resolve().parents[1]
+    for rel in ("agent/resolver.py", "sim/preflight.py", "sglang/argv.py"):
+        text = (pkg / rel).read_text()
+        assert "--mamba-radix-cache-strategy\", \"0.5.14" not in text and "RENAMED" not in text, rel

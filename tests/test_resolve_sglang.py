@@ -231,6 +231,15 @@ def test_0511_new_flag_name_is_usage_error_naming_the_old_one(warm_for):
         "unknown in SGLang 0.5.11; it is the 0.5.14+ name of `--mamba-scheduler-strategy`, use that here"
 
 
+def test_0511_a_later_release_name_is_named_by_the_flag_table(warm_for):
+    """--cuda-graph-max-bs-decode is the 0.5.14+ name (the issue: 0.5.23 rejects --cuda-graph-max-bs);
+    0.5.11's parser knows only the old name. The sentence comes from the console's flag table."""
+    r = warm_for("0.5.11").resolve(["--model-path", QNEXT, *CPU, "--cuda-graph-max-bs-decode", "8"])
+    assert r["usage_error"]["unknown_flags"] == ["--cuda-graph-max-bs-decode"]
+    assert r["usage_error"]["suggestions"]["--cuda-graph-max-bs-decode"] == \
+        "unknown in SGLang 0.5.11; it is the 0.5.14+ name of `--cuda-graph-max-bs`, use that here"
+
+
 # --------------------------------------------------------------------------- 0.5.23
 
 
@@ -243,6 +252,21 @@ def test_0523_old_flag_is_usage_error_with_rename(warm_for):
         "suggestions": {"--mamba-scheduler-strategy":
                         "unknown in SGLang 0.5.23; renamed `--mamba-radix-cache-strategy` in 0.5.14"},
     }
+
+def test_0523_every_rename_the_releases_name_not_only_the_mamba_one(warm_for):
+    """0.5.23 rejects --stream-output and --cuda-graph-max-bs (issue 12 item 4): the answer names
+    the flag to use and the release that renamed it, as for the Mamba strategy flag. 0.5.23's
+    argparse calls --cuda-graph-max-bs ambiguous (the start of its -decode and -prefill heirs)."""
+    r = warm_for("0.5.23").resolve(["--model-path", QNEXT, *CPU, "--stream-output"])
+    assert r["usage_error"]["unknown_flags"] == ["--stream-output"]
+    assert r["usage_error"]["suggestions"] == {
+        "--stream-output": "unknown in SGLang 0.5.23; renamed `--incremental-streaming-output` in 0.5.10"}
+    r = warm_for("0.5.23").resolve(["--model-path", QNEXT, *CPU, "--cuda-graph-max-bs", "8"])
+    ue = r["usage_error"]
+    assert ue["message"].startswith("sglang serve: error: ambiguous option: --cuda-graph-max-bs could match ")
+    assert ue["suggestions"] == {"--cuda-graph-max-bs": "not an option of SGLang 0.5.23, only the start of "
+                                                        "others; renamed `--cuda-graph-max-bs-decode` in 0.5.14"}
+
 
 
 def test_0523_auto_with_disable_overlap_declares_no_buffer(warm_for):

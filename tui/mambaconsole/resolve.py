@@ -48,6 +48,7 @@ from typing import Any
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.base import CommandTimeout, Node, NodeError, in_folder
 from mambaconsole.node.runs import agent_script
+from mambaconsole.sglang.flags import explain_unknown_flags
 
 __all__ = ["ResolveError", "resolve", "planned_device", "params", "WarmResolver", "check_result", "SOURCES", "CHANGED_SOURCES"]
 
@@ -100,6 +101,17 @@ def check_result(result: Any) -> dict:
     return result
 
 
+def _answer(result: Any) -> dict:
+    """A resolver's answer, checked (:func:`check_result`), with each unknown flag's suggestion
+    from what SGLang's releases renamed or removed where the flag table knows it
+    (:func:`mambaconsole.sglang.flags.explain_unknown_flags`; the node's resolver only knows
+    its own parser)."""
+    result = check_result(result)
+    if result["usage_error"] is not None:
+        result["usage_error"] = explain_unknown_flags(result["usage_error"], result["sglang_version"])
+    return result
+
+
 def _parse_answer(node: Node, python: str, exit_status: int | None, stdout: bytes, stderr: bytes) -> dict:
     lines = [ln for ln in stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
     if not lines:
@@ -135,8 +147,7 @@ async def resolve(node: Node, argv: Sequence[str], *, python: str = "python3",
     ``--model-path`` resolves there). ``planned_device`` (:func:`planned_device`): SGLang resolves
     as on that GPU instead of the node's (the answer's first message says so). Returns the
     result dict (module docstring)."""
-    return check_result(await _run_script(node, python, [*_device_args(planned_device), "--", *argv], env, timeout,
-                                          cwd))
+    return _answer(await _run_script(node, python, [*_device_args(planned_device), "--", *argv], env, timeout, cwd))
 
 
 def planned_device(name: str, total_bytes: int, capability: tuple[int, int], *, count: int = 1,
@@ -309,7 +320,7 @@ class WarmResolver:
                         return await resolve(self.node, argv, python=self.python,
                                              env={**(self.env or {}), **(env or {})}, cwd=self.cwd, planned_device=self.planned_device)
                 try:
-                    return check_result(await self._request({"argv": list(argv), "env": dict(env or {})}))
+                    return _answer(await self._request({"argv": list(argv), "env": dict(env or {})}))
                 except ResolveError:
                     if attempt == 2 or self.alive:
                         raise

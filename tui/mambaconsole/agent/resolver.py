@@ -47,11 +47,6 @@ import types
 
 PROTOCOL = 1
 
-#: flags SGLang renamed or dropped: old option -> (new option or None, SGLang version of the change)
-RENAMED_FLAGS = {
-    "--mamba-scheduler-strategy": ("--mamba-radix-cache-strategy", "0.5.14"),
-}
-
 _MISSING = object()
 _STEP_PARENTS = ("__post_init__", "_run_resolution_pipeline", "run_resolution_pipeline")
 _STEP_SKIP = ("run_hook",)
@@ -465,23 +460,17 @@ def _option_strings(parser):
 
 
 def _usage_error(sg, parser, message):
+    """argparse's usage error, with a suggestion per unrecognized flag from this parser's own
+    options (dashes for underscores, a close spelling). What SGLang's releases renamed or
+    removed is the console's knowledge (``mambaconsole.sglang.flags``, from every release's
+    parser): it replaces these suggestions where it knows the flag."""
     m = re.search(r"unrecognized arguments: (.*)$", message)
     unknown = []
     if m:
         unknown = [t.split("=", 1)[0] for t in m.group(1).split() if t.startswith("-")]
     suggestions = {}
     options = None
-    renamed_to = {new: (old, when) for old, (new, when) in RENAMED_FLAGS.items() if new}
     for flag in unknown:
-        if flag in renamed_to and renamed_to[flag][0] in _option_strings(parser):
-            old, when = renamed_to[flag]
-            suggestions[flag] = "unknown in SGLang %s; it is the %s+ name of `%s`, use that here" % (sg.version, when, old)
-            continue
-        if flag in RENAMED_FLAGS:
-            new, when = RENAMED_FLAGS[flag]
-            suggestions[flag] = "unknown in SGLang %s; renamed `%s` in %s" % (sg.version, new, when) if new else \
-                "unknown in SGLang %s; removed in %s" % (sg.version, when)
-            continue
         if options is None:
             options = sorted(_option_strings(parser))
         dashed = flag.replace("_", "-")

@@ -16,8 +16,8 @@ second, conflicting flag. Rendering quotes every element with :func:`shlex.quote
 :class:`ParserSpec` is the node's own parser, as reported from ``parser._actions`` (the JSON
 shape of ``scripts/gen_sim_spec.py`` / the agent: ``{"sglang_version", "actions": [{
 "option_strings", "dest", "nargs", "type", "choices", "default", "action", "help"}]}``).
-:meth:`LaunchCommand.check` names unknown flags, renamed flags (known renames per version,
-:data:`RENAMED_FLAGS`, and deprecated-alias actions in the spec), ambiguous abbreviations,
+:meth:`LaunchCommand.check` names unknown flags, renamed flags (the renames every release
+names, :mod:`mambaconsole.sglang.flags`, and deprecated-alias actions in the spec), ambiguous abbreviations,
 bad choices and values of the wrong type.
 """
 
@@ -31,17 +31,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.sglang.versions import parse_version
 
 __all__ = [
-    "LaunchArg", "LaunchCommand", "ParserSpec", "OptionSpec", "ArgProblem", "RENAMED_FLAGS",
+    "LaunchArg", "LaunchCommand", "ParserSpec", "OptionSpec", "ArgProblem",
     "flag_field", "renamed_flag",
 ]
-
-#: old flag → (new flag, deprecated-alias versions "first-last", first version without it)
-RENAMED_FLAGS: dict[str, tuple[str, str, str]] = {
-    "--mamba-scheduler-strategy": ("--mamba-radix-cache-strategy", "0.5.14-0.5.18", "0.5.20"),
-}
 
 #: option strings that set a field under another name (all versions of the inspected set;
 #: 0.5.5–0.5.11 argparse dests like tensor_parallel_size are renamed by from_cli_args)
@@ -86,27 +80,15 @@ def flag_field(flag: str) -> str:
 def renamed_flag(flag: str, version: str | None) -> tuple[str, str] | None:
     """``(new_flag, status)`` when ``flag`` was renamed: status ``"deprecated"`` (still
     accepted as an alias by ``version``), ``"removed"`` (an error there), ``"old"`` (not yet
-    renamed in that version, or version unknown)."""
-    r = RENAMED_FLAGS.get(flag)
-    if r is None:
-        # every other rename SGLang's own parsers name (mambaconsole.sglang.flags, 0.5.9-0.5.23)
-        from mambaconsole.sglang import flags
+    renamed in that version, or version unknown). Every rename SGLang's own parsers name
+    (:mod:`mambaconsole.sglang.flags`, 0.5.9-0.5.23), the one table."""
+    from mambaconsole.sglang import flags
 
-        new = flags.replacement(flag, version) or flags.replacement(flag, flags.VERSIONS[-1])
-        if new is None:
-            return None
-        st = flags.status(flag, version)
-        return new, {"deprecated": "deprecated", "removed": "removed"}.get(st, "old")
-    new, alias_range, removed = r
-    v = parse_version(version)
-    if v is None:
-        return new, "old"
-    first, last = alias_range.split("-")
-    if v >= parse_version(removed):  # type: ignore[operator]
-        return new, "removed"
-    if parse_version(first) <= v <= parse_version(last):  # type: ignore[operator]
-        return new, "deprecated"
-    return new, "old"
+    new = flags.replacement(flag, version) or flags.replacement(flag, flags.VERSIONS[-1])
+    if new is None:
+        return None
+    st = flags.status(flag, version)
+    return new, {"deprecated": "deprecated", "removed": "removed"}.get(st, "old")
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,30 @@ the functions say None / keep the flag as given.
 
 from __future__ import annotations
 
+import re
+
 from mambaconsole.sglang.flag_table import ACCEPTED, DEPRECATED, VERSIONS
 from mambaconsole.sglang.versions import parse_version
 
-__all__ = ["accepts", "status", "replacement", "usable", "table_version", "VERSIONS"]
+__all__ = ["accepts", "status", "replacement", "usable", "table_version", "unknown_flag_hint", "explain_unknown_flags",
+           "VERSIONS"]
 
 _SETS = {v: frozenset(f) for v, f in ACCEPTED.items()}
+
+
+def _renames() -> dict[str, tuple[str, str]]:
+    """old flag -> (the flag SGLang first named instead, the first release naming it)."""
+    out: dict[str, tuple[str, str]] = {}
+    for v in VERSIONS:
+        for old, new in DEPRECATED.get(v, {}).items():
+            if new and old not in out:
+                out[old] = (new, v)
+    return out
+
+
+#: old flag -> (its replacement as SGLang first named it, that release): the deprecation
+#: notes of every release's parser in the table
+RENAMES = _renames()
 
 
 def table_version(version: str | None) -> str | None:
@@ -84,3 +102,74 @@ def usable(flags: list[str], version: str | None) -> list[str]:
         if g is not None and g not in out:
             out.append(g)
     return out
+
+
+def _in(version: str) -> str:
+    """``in 0.5.14``; ``by 0.5.9`` for the table's first release (it may be older)."""
+    return f"by {version}" if version == VERSIONS[0] else f"in {version}"
+
+
+def unknown_flag_hint(flag: str, version: str | None) -> str | None:
+    """What the releases' parsers say about ``flag`` when SGLang ``version``'s own parser does
+    not know it (argparse's ``unrecognized arguments``), as the resolver's suggestion sentence:
+
+    * a newer name of a flag this version knows by its older name: ``unknown in SGLang 0.5.11;
+      it is the 0.5.14+ name of `--cuda-graph-max-bs`, use that here``;
+    * an older name SGLang renamed: ``unknown in SGLang 0.5.23; renamed
+      `--cuda-graph-max-bs-decode` in 0.5.14``, each rename up to the name this version takes
+      (``renamed `--enforce-piecewise-cuda-graph` in 0.5.10, then
+      `--cuda-graph-backend-prefill=tc_piecewise` in 0.5.14``, with the value SGLang names);
+    * a flag an earlier release took: ``unknown in SGLang 0.5.23; removed in 0.5.20``.
+
+    None when the table says nothing of it (never a flag, or the version is not covered): the
+    resolver's own suggestion (dashes, a close spelling) stands."""
+    said = _history(flag, version)
+    return None if said is None else f"unknown in SGLang {version}; {said}"
+
+
+def _history(flag: str, version: str | None) -> str | None:
+    """:func:`unknown_flag_hint`'s sentence after its ``unknown in SGLang V;``."""
+    key = table_version(version)
+    if key is None:
+        return None
+    f = _flag(flag)
+    known = _SETS[key]
+    for old, (new, since) in RENAMES.items():
+        if _flag(new) == f and old in known:
+            return f"it is the {since}+ name of `{old}`, use that here"
+    hops: list[tuple[str, str]] = []  # (name, release that named it), following the renames
+    name = f
+    while name in RENAMES and len(hops) < 4 and (not hops or _flag(name) not in known):
+        name, since = RENAMES[name]
+        hops.append((name, since))
+    if hops and _flag(hops[-1][0]) in known:
+        said = ", then ".join(f"`{n}` {_in(v)}" for n, v in hops)
+        return f"renamed {said}"
+    i = VERSIONS.index(key)
+    last = next((j for j in range(i, -1, -1) if f in _SETS[VERSIONS[j]]), None)
+    if last is not None and last < i:
+        return f"removed in {VERSIONS[last + 1]}"
+    return None
+
+
+def explain_unknown_flags(usage_error: dict | None, version: str | None) -> dict | None:
+    """A resolver ``usage_error`` (``{"message", "unknown_flags", "suggestions"}``) with the
+    suggestion of each unknown flag the table explains replaced by :func:`unknown_flag_hint`;
+    the others as the node's parser suggested. A flag argparse refuses as an ``ambiguous
+    option`` (an old name that is now only the start of newer ones, e.g. 0.5.23's
+    ``--cuda-graph-max-bs``) gets the same history. ``version``: the node's SGLang."""
+    if not usage_error:
+        return usage_error
+    sugg = dict(usage_error.get("suggestions") or {})
+    for flag in usage_error.get("unknown_flags") or ():
+        hint = unknown_flag_hint(flag, version)
+        if hint is not None:
+            sugg[flag] = hint
+    # argparse: "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, ..."
+    m = _AMBIGUOUS.search(str(usage_error.get("message") or ""))
+    if m and (said := _history(m.group(1), version)) is not None:
+        sugg[m.group(1)] = f"not an option of SGLang {version}, only the start of others; {said}"
+    return {**usage_error, "suggestions": sugg}
+
+
+_AMBIGUOUS = re.compile(r"ambiguous option: (--[^\s=]+)(?:=\S*)? could match")

@@ -20,12 +20,10 @@ import sys
 import time
 from typing import Any
 
+from mambaconsole.sglang.flags import explain_unknown_flags
 from mambaconsole.sim import flags as simflags
 from mambaconsole.sim.model import QWEN36_27B, SimGPU
 from mambaconsole.sim.resolve import Failure, resolve
-
-#: flags renamed across the simulated versions: old -> (new, version of the rename)
-RENAMED = {"--mamba-scheduler-strategy": ("--mamba-radix-cache-strategy", "0.5.14")}
 
 
 class _ArgError(Exception):
@@ -97,20 +95,20 @@ def resolve_report(version: str, argv: list[str], gpu: SimGPU | None = None) -> 
     except _Unknown as exc:
         suggestions = {}
         for flag in exc.flags:
-            if flag in RENAMED and RENAMED[flag][0] in known:
-                new, when = RENAMED[flag]
-                suggestions[flag] = f"unknown in SGLang {version}; renamed `{new}` in {when}"
-            elif "_" in flag and flag.replace("_", "-") in known:
+            if "_" in flag and flag.replace("_", "-") in known:
                 suggestions[flag] = f"unknown in SGLang {version}; did you mean `{flag.replace('_', '-')}`? (SGLang's options use dashes)"
             else:
                 close = difflib.get_close_matches(flag, sorted(known), n=1, cutoff=0.75)
                 suggestions[flag] = f"unknown in SGLang {version}; did you mean `{close[0]}`?" if close else f"unknown in SGLang {version}"
-        report["usage_error"] = {"message": f"sglang serve: error: unrecognized arguments: {' '.join(exc.rest)}",
-                                 "unknown_flags": exc.flags, "suggestions": suggestions}
+        # what SGLang's releases renamed or removed: the console's one table, as for a real node
+        report["usage_error"] = explain_unknown_flags(
+            {"message": f"sglang serve: error: unrecognized arguments: {' '.join(exc.rest)}",
+             "unknown_flags": exc.flags, "suggestions": suggestions}, version)
         report["elapsed_s"] = round(time.perf_counter() - t0, 4)
         return report
     except _ArgError as exc:
-        report["usage_error"] = {"message": f"sglang serve: error: {exc}", "unknown_flags": [], "suggestions": {}}
+        report["usage_error"] = explain_unknown_flags(
+            {"message": f"sglang serve: error: {exc}", "unknown_flags": [], "suggestions": {}}, version)
         report["elapsed_s"] = round(time.perf_counter() - t0, 4)
         return report
     fields = simflags.field_values(version, ns)
