@@ -13,7 +13,8 @@ run first (then a console can stop it); any other server of this user only with 
 user's server (uid/name), not adopted" and is never adopted or stopped.
 
 A rank of a run across nodes (``mambaconsole launch HOST HOST...``) shows ``rank I/N`` after
-its state; below the table, for the last :data:`GROUPS_SHOWN` such runs, one line each with
+its state; below the table, for the newest such run and those with a live rank on this node
+(:data:`GROUPS_SHOWN` at most), one line each with
 the ranks' fates read from every node (``run across nodes ID (a, b): rank 1 dead (exit 137,
 SIGKILL) while rank 0 waits at distributed init``; a node that cannot be reached is named).
 
@@ -116,8 +117,9 @@ async def _main(args) -> int:
 
 
 async def group_fates(host: str, node, runs) -> dict[str, str]:
-    """group id -> ``run across nodes ID (NODES): FATES`` for the newest :data:`GROUPS_SHOWN`
-    runs across nodes among ``runs`` (each read from all its nodes)."""
+    """group id -> ``run across nodes ID (NODES): FATES`` for the newest run across nodes among
+    ``runs`` and those whose rank on this node is alive, :data:`GROUPS_SHOWN` at most (each
+    read from all its nodes)."""
     from mambaconsole.node import connect as connect_node
     from mambaconsole.node import run_group
     from mambaconsole.sglang.multinode import fates_line
@@ -125,8 +127,11 @@ async def group_fates(host: str, node, runs) -> dict[str, str]:
     seen: dict[str, object] = {}
     for r in reversed(runs):
         g = r.group
-        if g is not None and g.get("id") and g["id"] not in seen and len(seen) < GROUPS_SHOWN:
-            seen[g["id"]] = r
+        if g is None or not g.get("id") or g["id"] in seen or len(seen) >= GROUPS_SHOWN:
+            continue
+        if seen and not r.alive:  # beyond the newest, only runs with a live rank here: no slow
+            continue              # connects to the nodes of runs long over
+        seen[g["id"]] = r
     out: dict[str, str] = {}
     store = RunStore(node)
     for gid, r in seen.items():
