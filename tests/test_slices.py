@@ -365,6 +365,21 @@ def test_args_rows_from_the_resolution_and_the_live_values_against_them():
     assert args.dumped_args is None and args.runtime_caps == {} and args.rows  # the resolution stays
 
 
+def test_args_compare_again_only_on_a_new_server_answer(monkeypatch):
+    """/server_info is polled every few seconds: the same answer again costs no comparison
+    (the server slice takes each answer first; SLICES orders it so)."""
+    st = ConsoleState("h")
+    compared: list[int] = []
+    monkeypatch.setattr(st.slices.args, "_compare_live", lambda: compared.append(1))
+    info = {"max_running_requests": 48}
+    st.apply(ServerInfo(info))
+    st.apply(ServerInfo(dict(info)))
+    st.apply(ServerInfo(None, "timed out"))
+    st.apply(ServerInfo(dict(info)))  # back after an error: compared again
+    st.apply(ServerInfo({"max_running_requests": 16}))
+    assert len(compared) == 3
+
+
 def test_args_a_cap_from_the_log_explains_itself_with_the_pool_size():
     fold, spec, _, _, _ = _fold_slices(RunInfo("r1", state="running"))
     args = fold._slice_of["args"]

@@ -56,8 +56,10 @@ class ArgsSlice:
 
     # --------------------------------------------------------------- events
     def on_server_info(self, ev: ServerInfo) -> set[str]:
-        """A ``/server_info`` answer (kept by the server slice): compare the rows again."""
-        if ev.data is not None:
+        """A ``/server_info`` answer (kept by the server slice, which takes it first): compare
+        the rows again when it is a new answer (the server slice kept this very object), not
+        when the same answer came again."""
+        if ev.data is not None and ev.data is self._server.server_info:
             self._compare_live()
         return set()
 
