@@ -172,3 +172,27 @@ async def test_what_the_first_paint_does_not_need_starts_once_the_log_is_drawn(m
         app._after_first_log(lambda: started.append("facts"))
         await pilot.pause(0.3)
         assert started == ["facts"]
+
+
+async def test_after_a_key_the_flood_waits_while_the_key_is_drawn():
+    from mambaconsole.ui.app import INPUT_HOLD_S
+
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        app.post_message(events.Key("1", "1"))
+        await pilot.pause(0)
+        t0 = asyncio.get_running_loop().time()
+        app._intake.put(LogLines("r1", lines(2000)))
+        app.post_message(M.LogPending())
+        await asyncio.sleep(INPUT_HOLD_S / 4)
+        assert app.state.log_total == 0  # the key's turn: nothing folded yet
+        for _ in range(500):
+            await pilot.pause(0.01)
+            if app.state.log_total == 2000:
+                break
+        assert app.state.log_total == 2000  # then the flood goes on
+        assert asyncio.get_running_loop().time() - t0 >= INPUT_HOLD_S * 0.9
+        assert app.focused is app.query_one("#gpu")

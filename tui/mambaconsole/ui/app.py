@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid
@@ -55,6 +55,12 @@ LOG_DRAW_ALL_S = 2.0
 #: log view, the status line, the speculative stats; at Textual's 60 frames a second a flood
 #: spent most of the CPU drawing and key presses waited behind the frames)
 LOG_FRAME_S = 1 / 30
+#: after a key press (or a mouse click or wheel turn) the log's folding waits this long
+#: (seconds): the key travels the app, the screen, the focused widget and back to the app's
+#: bindings, its action runs and its screen update is drawn, each step a turn of the event loop
+#: that would otherwise wait behind a slice of a flood (under load the steps of one key took
+#: 10 slices, 150 ms). The lines wait in the intake (bounded: the node's agent waits in turn).
+INPUT_HOLD_S = 0.1
 #: seconds the workers the first paint does not need wait for the log's first lines at most
 FIRST_LOG_WAIT_S = 1.5
 #: the runs listing backs off up to this many poll intervals while nothing changes (the
@@ -213,6 +219,8 @@ class ConsoleApp(App[int]):
         self._first_log_drawn = False  # the workers _after_first_log holds back are started
         self._deferred: list[Callable[[], object]] = []
         self._deferred_timer = None
+        self._input_at = -1.0  # the last key press or click (perf_counter)
+        self._fold_paused = False  # _log_pending waits for input (INPUT_HOLD_S)
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
         self._log_frame_timer = None  # a Timer: draws what the last fold changed, LOG_FRAME_S after the last draw
 
@@ -579,6 +587,11 @@ class ConsoleApp(App[int]):
         if self._closing:
             return
         t0 = time.perf_counter()
+        if t0 - self._input_at < INPUT_HOLD_S:  # input first
+            if not self._fold_paused:
+                self._fold_paused = True
+                self.set_timer(max(0.001, self._input_at + INPUT_HOLD_S - t0), self._resume_fold)
+            return
         changed = self._log_changed
         while (ev := self._intake.take()) is not None:
             changed |= self.state.apply(ev)
@@ -612,6 +625,16 @@ class ConsoleApp(App[int]):
             # without a turn of the event loop, so keys (from the driver's thread), the screen's
             # refresh timer and the node's stream would wait for the whole backlog
             asyncio.get_running_loop().call_soon(self.post_message, M.LogPending())
+
+    def _resume_fold(self) -> None:
+        self._fold_paused = False
+        if self._intake.pending and not self._closing:
+            self.post_message(M.LogPending())  # (an input since: _log_pending waits again)
+
+    async def on_event(self, event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
+            self._input_at = time.perf_counter()  # the log's folding waits for it (_log_pending)
+        await super().on_event(event)
 
     def _draw_log_changes(self) -> None:
         """Redraw the panes the folded log lines changed (:data:`LOG_FRAME_S` apart at most)."""
