@@ -38,7 +38,8 @@ and so does this module where SGLang does (the same rounding).
    0.5.23 adds the EAGLE/MTP draft's layers to the cell (``DefaultPoolConfigurator.__init__``).
    Then ``min(tokens, --max-total-tokens)`` (``_apply_token_constraints``); ≤ 0 tokens is
    0.5.11's "Not enough memory. Please try to increase --mem-fraction-static"
-   (``pool_configurator.py:39 MemoryPoolConfig.__post_init__``).
+   (``pool_configurator.py:40 MemoryPoolConfig.__post_init__``; every refusal's text and line:
+   :mod:`mambaconsole.sglang.load_errors`).
 5. ``max_running_requests`` (0.5.11 ``model_runner_kv_cache_mixin.py:698
    _resolve_max_num_reqs``; 0.5.23 ``kv_cache_configurator.py:3119 resolve_max_num_reqs``):
    configured (0.5.11: bounded by the token estimate ``max(min(tokens / context × 512, 4096),
@@ -72,6 +73,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from mambaconsole.sglang.capacity import slots_per_request_rule
+from mambaconsole.sglang.load_errors import (MAMBA_CACHE_NONPOSITIVE, NO_REQUEST_FITS, NOT_ENOUGH_MEMORY,
+                                           WEIGHTS_LEAVE_NO_KV)
 from mambaconsole.sglang.versions import parse_version
 
 GIB = 1 << 30  # SGLang's "GB"
@@ -492,7 +495,7 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
     if rules.new and rest <= 0:
         # the weights exceed the static share pre × frac
         b.fails_at, b.need_bytes, b.free_bytes = "weights", w_rank, int(pre * frac * GIB)
-        b.error = "ValueError: Loaded weights leave no GPU memory for the KV cache"
+        b.error = WEIGHTS_LEAVE_NO_KV.text
         return b
 
     size: int | None = None
@@ -517,7 +520,7 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
                 # MemoryPoolConfig raises before any pool is allocated: the Mamba pool took it all
                 b.max_mamba_cache_size = size
                 b.fails_at, b.need_bytes, b.free_bytes = "mamba_pool", size * slot, int(before * GIB)
-                b.error = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static"
+                b.error = NOT_ENOUGH_MEMORY.text
                 return b
         else:
             if f.get("max_mamba_cache_size") is not None:
@@ -541,7 +544,7 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
             if size <= 0:
                 b.max_mamba_cache_size = size
                 b.fails_at, b.need_bytes, b.free_bytes = "mamba_pool", slot * 2, int(max(rest, 0) * GIB)
-                b.error = "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache"
+                b.error = MAMBA_CACHE_NONPOSITIVE.text
                 return b
             rest -= (size + 1) * slot / GIB
         b.max_mamba_cache_size = size
@@ -549,7 +552,7 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
             b.fails_at = "mamba_pool"
             b.need_bytes = (size + 1) * slot + b.spec_reserve_bytes
             b.free_bytes = int((post - reserve) * GIB)
-            b.error = "ValueError: Loaded weights leave no GPU memory for the KV cache"
+            b.error = WEIGHTS_LEAVE_NO_KV.text
             return b
 
     avail = int(rest * GIB)
@@ -576,11 +579,11 @@ def predict(fields: Mapping[str, Any], model: ModelShape, facts: NodeFacts, rule
     # SGLang raises these while sizing, before it allocates anything
     if tokens <= 0:
         b.fails_at, b.need_bytes, b.free_bytes = "kv_cache", cell * page, max(avail, 0)
-        b.error = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static"
+        b.error = NOT_ENOUGH_MEMORY.text
         return b
     if model.hybrid and b.max_running_requests <= 0 and rules.new:
         b.fails_at, b.need_bytes, b.free_bytes = "mamba_pool", (ratio or 1) * slot, (size or 0) * slot
-        b.error = "RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests"
+        b.error = NO_REQUEST_FITS.text
         return b
 
     # allocations, in SGLang's order

@@ -26,6 +26,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from mambaconsole.sglang.load_errors import MAMBA_CACHE_NONPOSITIVE, NOT_ENOUGH_MEMORY
 from mambaconsole.sglang.versions import in_range
 
 __all__ = ["max_mamba_cache_size_at_load"]
@@ -33,16 +34,16 @@ __all__ = ["max_mamba_cache_size_at_load"]
 _MIB = 1 << 20
 _GIB = 1 << 30
 
-_NONPOSITIVE_0523 = ("SGLang {v} accepts it and stops at model load, after loading the weights: RuntimeError "
-                     "'Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
-                     "max_mamba_cache_size={n}' (srt/mem_cache/kv_cache_configurator.py:3392, _handle_max_mamba_cache)")
+_NONPOSITIVE_0523 = ("SGLang {v} accepts it and stops at model load, after loading the weights: "
+                     + MAMBA_CACHE_NONPOSITIVE.exception + " '" + MAMBA_CACHE_NONPOSITIVE.message
+                     + ". Computed max_mamba_cache_size={n}' (" + MAMBA_CACHE_NONPOSITIVE.site("0.5.23")
+                     + ", _handle_max_mamba_cache)")
 _NONPOSITIVE_0511 = ("SGLang {v} does not check it: it sizes the Mamba pool to {n} slots "
                      "(srt/model_executor/model_runner_kv_cache_mixin.py:94) and caps the running requests at "
                      "{n} // slots per request (:713); what the server does then is not known here")
 _TOO_BIG = ("{n} Mamba slots per GPU need at least {need} even at one byte a slot, more than the GPU's {total}: "
             "SGLang takes the pool off the memory left for the KV cache and stops at model load with "
-            "RuntimeError 'Not enough memory. Please try to increase --mem-fraction-static.' "
-            "(srt/model_executor/pool_configurator.py{where})")
+            + NOT_ENOUGH_MEMORY.exception + " '" + NOT_ENOUGH_MEMORY.message.replace("{", "{{") + ".' ({where})")
 
 
 def _size(n_bytes: float) -> str:
@@ -73,6 +74,7 @@ def max_mamba_cache_size_at_load(value: str | int, version: str | None,
                 + _NONPOSITIVE_0523.format(v="0.5.23", n=n) + "; " + _NONPOSITIVE_0511.format(v="0.5.11", n=n))
     per_gpu = n // max(1, shards)
     if gpu_total_mib and per_gpu > gpu_total_mib * _MIB:
-        where = ":95" if new else ":40" if old else ":95 in 0.5.23, :40 in 0.5.11"
+        where = NOT_ENOUGH_MEMORY.site(version) or (
+            f"{NOT_ENOUGH_MEMORY.site('0.5.23')} in 0.5.23, {NOT_ENOUGH_MEMORY.site('0.5.11')} in 0.5.11")
         return _TOO_BIG.format(n=per_gpu, need=_size(per_gpu), total=_size(gpu_total_mib * _MIB), where=where)
     return None
