@@ -252,3 +252,17 @@ def test_unreachable_node_is_named_and_stop_is_all_or_none(two_nodes, capsys):
     assert "released the locks taken on node-a; nothing was started or stopped" in err
     assert _status(a, r0)["state"] == "running" and not (_run_dir(a, r0) / "stopped.json").exists()
     assert not (a.node_home / "relaunch.lock").exists()
+
+
+def test_a_live_server_on_one_node_starts_no_rank(two_nodes, capsys):
+    a, b = two_nodes["node-a"], two_nodes["node-b"]
+    rc, out, err = cli(capsys, "launch", "node-b", *SIM, "--", "--model-path", "Qwen/Qwen3.6-27B",
+                       "--port", str(pick_free_port()), "--sim-speed", "20")
+    assert rc == 0, err
+    alone = out.strip()
+    rc, out, err = cli(capsys, "launch", "node-a", "node-b", *SIM, "--", *_args())
+    assert rc == 1 and f"node-b: a server is already live there: run {alone}" in err and "nothing was started" in err
+    assert not (a.node_home / "runs").exists() or not any((a.node_home / "runs").iterdir())
+    assert not (a.node_home / "relaunch.lock").exists() and not (b.node_home / "relaunch.lock").exists()
+    rc, out, err = cli(capsys, "stop", "node-b", alone, "--int-timeout", "10")
+    assert rc == 0, err

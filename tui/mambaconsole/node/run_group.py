@@ -98,10 +98,18 @@ async def launch(members: Sequence[Member], argvs: Sequence[Sequence[str]], *, e
                  acquire: Callable | None = None) -> str:
     """Start ``argvs[i]`` (whole server argvs, already checked) on ``members[i]``, in rank
     order, under every node's relaunch lock; returns the group id. Raises LockRefused (nothing
-    started), or the start's error after stopping the ranks already started."""
+    started), ConsoleError naming a node where a server is live (nothing started), or a start's
+    error after stopping the ranks already started."""
     gid = group_id or new_group_id()
     await acquire_locks(members, acquire)
     try:
+        for m in members:  # under every lock: a node with a live server refuses before any rank starts
+            live = [r for r in await m.store.list(adopt=False) if r.alive or r.state == "starting"]
+            if live:
+                r = live[-1]
+                raise ConsoleError(f"{m.host}: a server is already live there: run {r.run_id} ({r.state}, pid "
+                                   f"{r.pid or 'not yet known'}); stop it first (mambaconsole stop {m.host} "
+                                   f"{r.run_id}); nothing was started")
         for m, argv in zip(members, argvs):
             try:
                 m.run = await m.store.start(argv, env=env, cwd=cwd, session=session, lock=m.lock,
