@@ -3,7 +3,7 @@
 A canary tmux server stands in for the user's: ``$TMUX`` points at it (as in any tmux pane) and
 it is also the default server of ``$TMUX_TMPDIR``. The tests that start, drive and kill tmux
 servers (one per fixture that owns one: ``node_home``, ``sshd_server``/``ssh_home``,
-``demo_home``, and the tests that call ``tmux`` themselves) run in a child pytest with that
+``demo_home``, ``two_nodes``, and the tests that call ``tmux`` themselves) run in a child pytest with that
 environment and without the suite-wide guard (``fixtures/tmux.py``), so each fixture has to name
 its own server. Afterwards the canary is alive with exactly the session and window it had.
 """
@@ -29,6 +29,7 @@ TMUX_TESTS = [
     "tests/test_runs.py::test_adopt_server_started_by_hand_in_tmux",       # ssh_home, sshd_server
     "tests/test_source_view.py::test_view_source_on_the_simulated_node",   # demo_home, the Demo
     "tests/test_sim_demo_loop.py::test_demo_loop_through_launch_local",    # launch local
+    "tests/test_multinode_runs.py::test_a_live_server_on_one_node_starts_no_rank",  # two_nodes
 ]
 
 pytestmark = [pytest.mark.timeout(600),
