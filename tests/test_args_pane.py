@@ -276,3 +276,32 @@ def test_the_notes_counts_add_up_to_the_rows_shown():
     # every source the resolver writes has a kind
     from mambaconsole.state import SOURCES
     assert sum(n for _, n in shown_counts([ArgRow(s, s, 0, None, s) for s in SOURCES])) == len(SOURCES)
+
+
+async def test_the_table_is_rebuilt_only_when_its_rows_change():
+    """A flood of log lines asks the pane to redraw at every change of the run's failure: the
+    same rows leave the table as it is (its row keys, its cursor); a changed row rebuilds it."""
+    from mambaconsole.node.local import LocalNode
+    from mambaconsole.state import RunInfo, RunsListed
+    from mambaconsole.ui.feed import Feed
+    from mambaconsole.ui.settings import HostSettings
+
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        st = app.state
+        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
+        st.resolution = {"fields": {}}
+        st.rows = [ArgRow("page_size", "--page-size", 1, None, "derived"),
+                   ArgRow("max_running_requests", "--max-running-requests", 16, None, "cli")]
+        table = app.args_pane.query_one("#args-table")
+        app.refresh_panes({"args"})
+        await pilot.pause()
+        table.move_cursor(row=1)
+        keys = list(table.rows)
+        app.refresh_panes({"args"})
+        await pilot.pause()
+        assert list(table.rows) == keys and table.cursor_row == 1
+        st.rows[1].live, st.rows[1].live_from, st.rows[1].disagrees = 4, "log", True
+        app.refresh_panes({"args"})
+        await pilot.pause()
+        assert list(table.rows) != keys and any("log" in " ".join(c) for c in _cells(table))

@@ -251,6 +251,7 @@ class ArgsPane(Vertical, can_focus=False):
         self.query_text = ""
         self._rows: list[ArgRow] = []
         self._state: ConsoleState | None = None
+        self._table_shown: tuple | None = None  # (columns, widths, rows) the table holds
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search flags and values (Enter: keep, Esc: clear)", id="args-search")
@@ -272,11 +273,11 @@ class ArgsPane(Vertical, can_focus=False):
         self._layout_columns(table, [r.flag for r in rows], [v.plain for v in values],
                              [r.source + (f" · {r.live_from}" if r.disagrees else "") for r in rows],
                              [r.changed_by for r in rows])
-        table.clear()
         n_cols = len(table.columns)
         value_w = self._widths[1]
         values = [v if len(v.plain) <= value_w else value_cell(r, (fields.get(r.field) or {}).get("given"), colors, value_w)
                   for r, v in zip(rows, values)]
+        cells = []
         for r, value in zip(rows, values):
             style = source_style(r.source, colors)
             source = Text(r.source, style=style, overflow="ellipsis")
@@ -284,11 +285,18 @@ class ArgsPane(Vertical, can_focus=False):
                 source.append(f" · {r.live_from}", "dim")
             flag_style = f"bold {colors.get('error', 'red')}" if r.flag in sizing else (
                 "bold" if r.source != "default" else "")
-            table.add_row(*(Text(r.flag, style=flag_style, overflow="ellipsis"), value,
-                            source, Text(r.changed_by, style="dim", overflow="ellipsis"))[:n_cols],
-                          height=cell_height(value))
-        if rows:
-            table.move_cursor(row=min(keep, len(rows) - 1))
+            cells.append(((Text(r.flag, style=flag_style, overflow="ellipsis"), value,
+                           source, Text(r.changed_by, style="dim", overflow="ellipsis"))[:n_cols], cell_height(value)))
+        # the same rows in the same columns: the table is left as it is (a rebuild repaints
+        # the pane; a flood of log lines asks for this pane at every change of the run's failure)
+        shown = (n_cols, tuple(self._widths), cells)
+        if shown != self._table_shown or table.row_count != len(cells):
+            table.clear()
+            for row, height in cells:
+                table.add_row(*row, height=height)
+            if rows:
+                table.move_cursor(row=min(keep, len(rows) - 1))
+            self._table_shown = shown
         self._show_detail()
         res = state.resolution
         n_dis = sum(1 for r in state.rows if r.disagrees)
