@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mambaconsole.sglang import events as E
-from mambaconsole.slices.args import ArgsSlice
+
+# line severity and poll access lines: SGLang / uvicorn knowledge, re-exported for the panes
+from mambaconsole.sglang.log_lines import (  # noqa: F401
+    POLL_PATHS, classify, is_poll_access, poll_access_flags, severities, severity,
+)
+
+# the view data and buffers live with their slices; re-exported here for the panes
+from mambaconsole.slices.args import ArgRow, ArgsSlice, dp_ranks  # noqa: F401
+from mambaconsole.slices.buffers import LineBuffer, ShownLine, SpecBuffer, SpecPoint, TupleBuffer  # noqa: F401
 from mambaconsole.slices.fold import FoldSlice
 from mambaconsole.slices.gpu import GPU_HISTORY, GPU_STALE_S, GpuSlice  # noqa: F401 - re-exported
 from mambaconsole.slices.link import LinkSlice
@@ -283,17 +291,7 @@ def state_label(word: str, exit_code: int | None = None) -> str:
     return label
 
 
-# ----------------------------------------------------------------------------- view data
-
-
-# the view data and buffers live with their slices; re-exported here for the panes
-from mambaconsole.slices.args import ArgRow, dp_ranks  # noqa: E402,F401
-from mambaconsole.slices.buffers import LineBuffer, ShownLine, SpecBuffer, SpecPoint, TupleBuffer  # noqa: E402,F401
-
-# line severity and poll access lines: SGLang / uvicorn knowledge (mambaconsole.sglang.log_lines)
-from mambaconsole.sglang.log_lines import (  # noqa: E402,F401 - re-exported for the panes
-    POLL_PATHS, classify, is_poll_access, poll_access_flags, severities, severity,
-)
+# ----------------------------------------------------------------------------- the facade
 
 
 @dataclass(frozen=True)
