@@ -8,6 +8,11 @@ from typing import Any
 
 _NOTHING = object()
 
+#: seconds a text box keeps rows its text no longer needs before it shrinks (each change of its
+#: height lays out the whole screen: under a flood of decode lines a number's width crossing
+#: the box's edge wrapped a row on and off every few frames)
+SHRINK_AFTER_S = 2.0
+
 
 def update_static(widget: Any, content: Any, *, key: Any = _NOTHING, lines: int | None = None) -> bool:
     """``widget.update(content)`` (a :class:`textual.widgets.Static`) unless ``key`` (default:
@@ -35,3 +40,20 @@ def set_if_changed(obj: Any, attr: str, value: Any) -> bool:
         return False
     setattr(obj, attr, value)
     return True
+
+
+def steady_height(widget: Any, content: Any, rows: int, now: float) -> tuple[Any, bool]:
+    """``(content, layout)`` for a height-auto text box ``widget`` whose ``content`` (a
+    :class:`rich.text.Text`) takes ``rows`` rows: it grows at once (``layout`` True); it keeps a
+    height it needed within the last :data:`SHRINK_AFTER_S` seconds (``now``, monotonic), the
+    content padded with blank rows (no layout); then it shrinks (``layout`` True)."""
+    kept = getattr(widget, "_mc_rows", None)
+    if kept is None or rows > kept or (rows < kept and now - widget._mc_rows_at >= SHRINK_AFTER_S):
+        widget._mc_rows, widget._mc_rows_at = rows, now
+        return content, kept != rows
+    if rows == kept:
+        widget._mc_rows_at = now
+        return content, False
+    padded = content.copy()
+    padded.append("\n" * (kept - rows))
+    return padded, False

@@ -8,6 +8,8 @@ token excluded; 0.5.9-0.5.10 include the bonus token): the pane says which."""
 
 from __future__ import annotations
 
+import time
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,7 +19,7 @@ from textual.widgets import Sparkline, Static
 from mambaconsole.sglang.capacity import Capacity, Sample, capacity
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.state import ConsoleState, fmt_duration
-from mambaconsole.ui.redraw import set_if_changed, update_static
+from mambaconsole.ui.redraw import set_if_changed, steady_height, update_static
 
 
 def _int(v) -> int | None:
@@ -223,10 +225,10 @@ class SpecPane(Vertical, can_focus=True):
         rows = stats.plain.split("\n")
         w = max(1, box.size.width)
         shape = sum(max(1, -(-cell_len(r) // w)) for r in rows)
+        stats, layout = steady_height(box, stats, shape, time.monotonic())
         if stats != getattr(self, "_shown", None):  # the same text again: no repaint at all
-            box.update(stats, layout=shape != getattr(self, "_shape", None))
+            box.update(stats, layout=layout)
             self._shown = stats
-        self._shape = shape
 
 
 def _rich_color(value: str | None, fallback: str) -> str:
