@@ -149,3 +149,26 @@ async def test_bar_fits_the_pane_after_every_resize(tmp_path):
         await pilot.press("z")
         await pilot.pause(0.1)
         assert want in bar_line() and bar_line().index(want) < wide.index(want)  # a longer bar zoomed
+
+
+async def test_the_pane_is_repainted_only_when_what_it_shows_changed(tmp_path):
+    """A flood of startup lines in the log asks for the GPU pane at each batch: the same reading
+    and budget leave it as it is; a new budget value repaints it."""
+    from fixtures.screen import shown
+    from mambaconsole.ui.app import ConsoleApp
+
+    state, _ = await sim_state(tmp_path, used_bytes=53012 * MiB, util=87)
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.gpu_pane
+        updates = []
+        update = pane.update
+        pane.update = lambda *a, **kw: (updates.append(a), update(*a, **kw))
+        pane.refresh_from(state)
+        await pilot.pause()
+        pane.refresh_from(state)
+        assert len(updates) == 1
+        state.budget_gb["weights"] = 40.18
+        pane.refresh_from(state)
+        await pilot.pause()
+        assert len(updates) == 2 and "weights 40.18" in shown(pane)

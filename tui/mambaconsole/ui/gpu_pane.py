@@ -200,10 +200,17 @@ class GpuPane(Static, can_focus=True):
         # resize (the bar and the legend are sized to the width); a layout only when the
         # number of rows changed
         self._state = state
-        self._note_shown = stale_note(state)
-        table = gpu_renderable(state, self.size.width or 60, self.app.theme_variables)
-        rows = getattr(table, "row_count", None)
-        update_static(self, table, key=object(), lines=rows)
+        self._note_shown = note = stale_note(state)
+        width, colors = self.size.width or 60, self.app.theme_variables
+        # what gpu_renderable reads: the same again (a flood of startup lines in the log asks
+        # for this pane at each batch) leaves the pane as it is, no repaint
+        key = (state.gpu, tuple((i, tuple(h)) for i, h in state.gpu_history.items()), note,
+               tuple(state.budget_gb.items()), frozenset(state.server_pids()), state.oom_numbers, width,
+               tuple(colors.items()))
+        if key == getattr(self, "_mc_shown_key", None):
+            return
+        table = gpu_renderable(state, width, colors)
+        update_static(self, table, key=key, lines=getattr(table, "row_count", None))
 
     def on_resize(self, _ev) -> None:
         # zoom, un-zoom, a terminal resize: the bar drawn for the old width would push the
