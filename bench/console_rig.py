@@ -118,7 +118,7 @@ async def console(alias: str, home: Path, *, size=(120, 40), **settings):
     yields ``(app, pilot)``. ``settings``: :class:`HostSettings` fields (``log_tail_mib``, ...)."""
     from mambaconsole.node.ssh import SSHNode
     from mambaconsole.ui.app import ConsoleApp
-    from mambaconsole.ui.feed import Feed
+    from mambaconsole.session.feed import Feed
     from mambaconsole.ui.settings import HostSettings
 
     s = HostSettings(python=sys.executable, port=1, **settings)

@@ -30,7 +30,7 @@ from mambaconsole.node.local import LocalNode  # noqa: E402
 from mambaconsole.sglang.events import LogParser  # noqa: E402
 from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed  # noqa: E402
 from mambaconsole.ui.app import ConsoleApp  # noqa: E402
-from mambaconsole.ui.feed import Feed  # noqa: E402
+from mambaconsole.session.feed import Feed  # noqa: E402
 from mambaconsole.ui.settings import HostSettings  # noqa: E402
 
 RATE = 20_000

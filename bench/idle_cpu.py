@@ -20,7 +20,7 @@ from pathlib import Path
 from mambaconsole.node import tmux_server
 from mambaconsole.sim import demo as sim_demo
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.demo import Demo
+from mambaconsole.session.demo import Demo
 
 
 def cpu() -> float:

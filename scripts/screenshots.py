@@ -27,7 +27,7 @@ from pathlib import Path
 from mambaconsole.node import tmux_server
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.sim.server import ENV_SITE
-from mambaconsole.ui.demo import Demo
+from mambaconsole.session.demo import Demo
 
 SIZE = (120, 40)
 #: where the pictures' traceback frames say SGLang is installed

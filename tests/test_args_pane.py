@@ -20,7 +20,7 @@ from textual.geometry import Region
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.state import ArgRow
 from mambaconsole.ui.args_pane import column_widths, detail_text
-from mambaconsole.ui.demo import Demo
+from mambaconsole.session.demo import Demo
 
 from test_demo_console import SPEED
 
@@ -227,7 +227,7 @@ async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_o
     (not a bare 0/N); once the run is over, a difference is what its server said while it ran."""
     from mambaconsole.node.local import LocalNode
     from mambaconsole.state import RunInfo, RunsListed
-    from mambaconsole.ui.feed import Feed
+    from mambaconsole.session.feed import Feed
     from mambaconsole.ui.settings import HostSettings
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)

@@ -18,7 +18,7 @@ from mambaconsole.node.agent import agent_records, log_lines, read_lines
 from mambaconsole.node.local import LocalNode
 from mambaconsole.sglang.events import READY_MESSAGE
 from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.header import status_text
 from mambaconsole.ui.settings import HostSettings
 

@@ -10,7 +10,7 @@ import pytest
 from mambaconsole.node.local import LocalNode
 from mambaconsole.state import RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.header import StatusBar
 from mambaconsole.ui.settings import HostSettings
 

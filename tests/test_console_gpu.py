@@ -18,7 +18,7 @@ import pytest
 from fixtures.console import console_for, wait_until
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
@@ -222,8 +222,8 @@ async def test_each_gpu_file_change_reaches_the_state_from_one_stream(node_home,
 
         app.feed.gpu_stream = counted
         lost = []
-        real_lost = app._lost
-        app._lost = lambda poll, exc: (lost.append((poll, repr(exc))), real_lost(poll, exc))
+        real_lost = app.session._lost
+        app.session._lost = lambda poll, exc: (lost.append((poll, repr(exc))), real_lost(poll, exc))
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.gpu and len(app.state.gpu.gpus) == 2, what="the first sample")
             for used in (1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 0.0):

@@ -17,7 +17,7 @@ from mambaconsole.state import (
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.ui.editor import EditorScreen
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.node.local import LocalNode
 from mambaconsole.ui.settings import HostSettings
 

@@ -17,7 +17,7 @@ import pytest
 from fixtures.console import wait_until
 from mambaconsole.sim import demo as sim_demo
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.demo import Demo
+from mambaconsole.session.demo import Demo
 
 pytestmark = pytest.mark.timeout(240)
 

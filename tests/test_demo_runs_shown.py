@@ -16,7 +16,7 @@ from fixtures.console import wait_until
 from mambaconsole.sglang.capacity import VERDICTS
 from mambaconsole.sim import demo as sim_demo
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.demo import Demo
+from mambaconsole.session.demo import Demo
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -23,7 +23,7 @@ from mambaconsole.state import NodeFacts, RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.sglang.argv_diff import diff, diff_text, split_launch
 from mambaconsole.ui.editor import EditorScreen
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,7 +16,7 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.sim.gpu import gpu_state, write_atomic
 from mambaconsole.sim.model import MiB, SimGPU
 from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.gpu_pane import gpu_renderable
 from mambaconsole.ui.settings import HostSettings
 

@@ -15,7 +15,7 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.ui.app import NODE_CHANGING, ConsoleApp
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.editor import EditorScreen
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.help import GENERIC, HelpScreen
 from mambaconsole.ui.log_pane import LogPane
 from mambaconsole.ui.settings import HostSettings

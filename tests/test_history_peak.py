@@ -12,7 +12,7 @@ import sys
 from fixtures.sglang_cases import CASES
 from mambaconsole.node.local import LocalNode
 from mambaconsole.state import RunInfo
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.history import COLUMNS, history_rows
 from mambaconsole.ui.settings import HostSettings
 

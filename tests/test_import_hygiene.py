@@ -1,6 +1,6 @@
 """The layer rules, checked (design.md §3): ``sglang/`` is pure knowledge, and nothing outside
 ``ui/`` (and the CLI's wiring) imports ``ui/`` or Textual, so commands, the session layer, the
-node layer and the simulator run without a UI. Every import statement is read, also the ones
+node layer and the simulator run without a UI; and no two modules import each other. Every import statement is read, also the ones
 inside functions (a lazy ``from mambaconsole.ui...`` counts)."""
 
 from __future__ import annotations
@@ -16,9 +16,15 @@ PKG = Path(__file__).resolve().parents[1] / "tui" / "mambaconsole"
 HEADLESS = ("commands", "session", "sglang", "node", "agent", "sim")
 
 
-def _imports(path: Path) -> list[str]:
+def _imports(path: Path, *, runtime: bool = False) -> list[str]:
+    """Every module ``path`` imports; ``runtime``: less those under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(), str(path))
+    if runtime:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                node.body = []
     names = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -49,3 +55,32 @@ def test_headless_modules_load_without_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def _module_name(path: Path) -> str:
+    parts = ("mambaconsole",) + path.relative_to(PKG).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycles():
+    """No module imports, directly or through others, a module that imports it back (lazy
+    imports inside functions count: ``ui/app.py`` and the demo once imported each other)."""
+    mods = {_module_name(p): p for p in PKG.rglob("*.py")}
+    # (the imports name ``x.y`` for ``from x import y``: a module imported that way counts too)
+    graph = {m: {n for n in _imports(p, runtime=True) if n in mods and n != m} for m, p in mods.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(path[path.index(n):] + [n] if n in path else [m, n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == [], cycles

@@ -16,8 +16,8 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.state import LogLine, LogLines, RunInfo, RunsListed
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.feed import Feed
-from mambaconsole.ui.intake import LogIntake
+from mambaconsole.session.feed import Feed
+from mambaconsole.session.intake import LogIntake
 from mambaconsole.ui.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
@@ -75,7 +75,7 @@ async def test_a_key_is_answered_before_a_flood_is_folded_in():
 
         app.action_focus_pane = hooked
         # what the tail worker does with a batch, then a key from the terminal
-        app._intake.put(flood)
+        app.session.intake.put(flood)
         app.post_message(M.LogPending())
         await asyncio.sleep(0)
         app.post_message(events.Key("1", "1"))
@@ -126,7 +126,7 @@ async def test_a_flood_is_drawn_at_most_once_a_frame_and_its_last_lines_are_draw
         for _ in range(40):
             batch = lines(5, off)
             off = batch[-1].offset + batch[-1].nbytes + 1
-            app._intake.put(LogLines("r1", batch))
+            app.session.intake.put(LogLines("r1", batch))
             app.post_message(M.LogPending())
             await asyncio.sleep(0.002)
         for _ in range(100):
@@ -140,36 +140,36 @@ async def test_a_flood_is_drawn_at_most_once_a_frame_and_its_last_lines_are_draw
 
 
 async def test_what_the_first_paint_does_not_need_starts_once_the_log_is_drawn(monkeypatch):
-    import mambaconsole.ui.app as app_mod
+    import mambaconsole.session.session as session_mod
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
         app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
         app.state.show_log_of("r1")
         started: list[str] = []
-        app._after_first_log(lambda: started.append("facts"))
+        app.session.after_first_log(lambda: started.append("facts"))
         history = lines(300)
         size = history[-1].offset + history[-1].nbytes + 1
         # the file's opening (its size then), then its history in two batches
-        app._intake.put(LogLines("r1", history[:100], opened_size=size, time_shift=0.0, size=size))
+        app.session.intake.put(LogLines("r1", history[:100], opened_size=size, time_shift=0.0, size=size))
         app.post_message(M.LogPending())
         await pilot.pause(0.05)
         assert app.state.reading_left() and started == []  # still reading: nothing else yet
-        app._intake.put(LogLines("r1", history[100:], size=size))
+        app.session.intake.put(LogLines("r1", history[100:], size=size))
         app.post_message(M.LogPending())
         for _ in range(100):
             await pilot.pause(0.01)
             if started:
                 break
         assert app.log_pane._seen_total == 300 and started == ["facts"]
-        app._after_first_log(lambda: started.append("http"))  # later: at once
+        app.session.after_first_log(lambda: started.append("http"))  # later: at once
         assert started == ["facts", "http"]
     # no log comes: they start FIRST_LOG_WAIT_S after they were asked for
-    monkeypatch.setattr(app_mod, "FIRST_LOG_WAIT_S", 0.1)
+    monkeypatch.setattr(session_mod, "FIRST_LOG_WAIT_S", 0.1)
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
         started = []
-        app._after_first_log(lambda: started.append("facts"))
+        app.session.after_first_log(lambda: started.append("facts"))
         await pilot.pause(0.3)
         assert started == ["facts"]
 
@@ -185,7 +185,7 @@ async def test_after_a_key_the_flood_waits_while_the_key_is_drawn():
         app.post_message(events.Key("1", "1"))
         await pilot.pause(0)
         t0 = asyncio.get_running_loop().time()
-        app._intake.put(LogLines("r1", lines(2000)))
+        app.session.intake.put(LogLines("r1", lines(2000)))
         app.post_message(M.LogPending())
         await asyncio.sleep(INPUT_HOLD_S / 4)
         assert app.state.log_total == 0  # the key's turn: nothing folded yet

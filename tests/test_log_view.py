@@ -14,7 +14,7 @@ from hypothesis import example, given, settings, strategies as st
 from mambaconsole.node.local import LocalNode
 from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed, severities, severity
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 
 CASES = Path(__file__).parent / "data" / "cases"

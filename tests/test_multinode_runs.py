@@ -194,7 +194,7 @@ async def test_console_on_rank0_shows_every_rank_and_opens_rank1s_log(two_nodes,
     await asyncio.to_thread(_wait_log, b, r1, "Init torch distributed begin.")
     os.killpg(_status(b, r1)["pid"], signal.SIGKILL)
     app = console_for(node_for("node-a"), python=sys.executable, module="mambaconsole.sim")
-    app.RANKS_POLL_S = 0.5
+    app.session.ranks_poll_s = 0.5
     async with app.run_test(size=(120, 40)) as pilot:
         want = "rank 1 dead (exit 137, SIGKILL) while rank 0 waits at distributed init"
         await wait_until(pilot, lambda: app.state.slices.ranks.line == want, what="the ranks' fates")

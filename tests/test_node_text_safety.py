@@ -8,7 +8,7 @@ from textual.app import App
 
 from mambaconsole.sglang.text import has_controls
 from mambaconsole.state import RunInfo
-from mambaconsole.ui.feed import gpu_snapshot
+from mambaconsole.session.feed import gpu_snapshot
 from mambaconsole.ui.history import COLUMNS, HistoryScreen
 
 MARKUP = ["--chat-template", "[INST] x [/INST]", "--served-model-name", "[bold red]m[/]", "--tag", "[/]"]

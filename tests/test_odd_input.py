@@ -19,7 +19,7 @@ import pytest
 from mambaconsole.bounded import JsonTooDeep, json_loads
 from mambaconsole.node.local import LocalNode
 from mambaconsole.state import ConsoleState
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)

@@ -23,7 +23,7 @@ from mambaconsole.node import node_for
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
 from mambaconsole.state import ConsoleState, LogLine, LogLines, RunsListed
-from mambaconsole.ui.feed import Feed, run_info
+from mambaconsole.session.feed import Feed, run_info
 
 # Prints "n 00001" .. "n N" one line every 10 ms, then serves until SIGINT (exit 0).
 TICKER = textwrap.dedent("""

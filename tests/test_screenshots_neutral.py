@@ -57,7 +57,7 @@ async def test_saved_screenshot_renders_outside_a_browser(tmp_path):
     from mambaconsole.node.local import LocalNode
     from mambaconsole.session.settings import HostSettings
     from mambaconsole.ui.app import ConsoleApp
-    from mambaconsole.ui.feed import Feed
+    from mambaconsole.session.feed import Feed
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)  # the console without a node
     async with app.run_test(size=(80, 24)) as pilot:

@@ -13,7 +13,7 @@ import pytest
 from fixtures.console import wait_until
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.local import LocalNode
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 from test_demo_console import demo_app
 

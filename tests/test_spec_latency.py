@@ -18,7 +18,7 @@ from mambaconsole.sglang.metrics import parse_metrics
 from mambaconsole.sim import demo
 from mambaconsole.state import LogLine, LogLines, MetricsSnapshot, RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)

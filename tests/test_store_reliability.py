@@ -371,7 +371,7 @@ def test_runs_adopts_only_on_request_or_from_its_own_tmux_session(node_home, tmp
 def test_the_console_header_says_the_log_lost_output():
     from mambaconsole.node.runs import Run
     from mambaconsole.state import ConsoleState
-    from mambaconsole.ui.feed import run_info
+    from mambaconsole.session.feed import run_info
     from mambaconsole.ui.header import status_text
 
     lost = 3 * 2**20 + 2**19  # 3.5 MiB
@@ -391,7 +391,7 @@ async def test_the_console_names_a_server_it_did_not_adopt(node_home):
 
     from mambaconsole.node.local import LocalNode
     from mambaconsole.state import ConsoleState
-    from mambaconsole.ui.feed import Feed
+    from mambaconsole.session.feed import Feed
     from mambaconsole.ui.header import status_text
     from mambaconsole.ui.settings import HostSettings
 

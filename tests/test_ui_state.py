@@ -12,7 +12,7 @@ import pytest
 from mambaconsole.node.local import LocalNode
 from mambaconsole.session import ui_state
 from mambaconsole.ui.app import ConsoleApp
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.ui.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)

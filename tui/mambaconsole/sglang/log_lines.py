@@ -106,7 +106,7 @@ def severity(text: str) -> str:
     return "info"
 
 
-#: the endpoints the console itself polls (ui/feed.py) or that health checks hit
+#: the endpoints the console itself polls (session/feed.py) or that health checks hit
 POLL_PATHS = frozenset({"/health", "/health_generate", "/metrics", "/server_info", "/get_server_info",
                         "/model_info", "/get_model_info", "/v1/models"})
 # uvicorn's access line (uvicorn.logging.AccessFormatter, default fmt

@@ -1,6 +1,8 @@
 """The console app: wiring, bindings and commands. Panes and modals live in their own modules;
-data comes from workers (through :class:`~mambaconsole.ui.feed.Feed`) as messages
-(:mod:`mambaconsole.ui.messages`) folded into one :class:`~mambaconsole.state.ConsoleState`.
+the data and the policy (what to poll, how often, when to back off, what a failure means) are
+one :class:`~mambaconsole.session.session.Session` per server, headless: the app subscribes to
+it (:class:`_Listener`), runs its answers in the message queue (:class:`M.SessionCall`, so keys
+and answers keep their order), folds its waiting log lines in slices and redraws the panes.
 
 Entry point: :func:`run` (what ``mambaconsole HOST`` / ``--demo`` / ``--read-only`` call)."""
 
@@ -8,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import inspect
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import events, on, work
@@ -25,14 +26,14 @@ from textual.widgets import Input
 
 from mambaconsole.errors import ConsoleError
 from mambaconsole.session import ui_state as ui_state_mod
-from mambaconsole.state import Connection, ConsoleState, LogLines, Phase, Resolution, RunInfo, ServerInfo
+from mambaconsole.session.feed import Feed
+from mambaconsole.session.session import Listener, Session
+from mambaconsole.state import ConsoleState, RunInfo
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.footer import KeyFooter
-from mambaconsole.ui.feed import Feed, RunStatus
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
-from mambaconsole.ui.intake import LogIntake
 from mambaconsole.ui.log_pane import LogPane
 from mambaconsole.ui.screenshot import portable_svg
 from mambaconsole.ui.spec_pane import SpecPane
@@ -42,8 +43,6 @@ from mambaconsole.ui.spec_pane import SpecPane
 
 #: actions that change the node: hidden (footer, palette, keys) with --read-only
 NODE_CHANGING = {"edit", "relaunch", "stop"}
-#: bytes of the log read per page back (the log pane's ``b``)
-PAGE_BYTES = 1 << 20
 #: seconds of log folding per turn of the app's message queue (keys go between turns)
 LOG_SLICE_S = 0.012
 #: while log lines are still waiting, the log pane and the header are redrawn at most this
@@ -61,19 +60,6 @@ LOG_FRAME_S = 1 / 30
 #: that would otherwise wait behind a slice of a flood (under load the steps of one key took
 #: 10 slices, 150 ms). The lines wait in the intake (bounded: the node's agent waits in turn).
 INPUT_HOLD_S = 0.1
-#: seconds the workers the first paint does not need wait for the log's first lines at most
-FIRST_LOG_WAIT_S = 1.5
-#: the runs listing backs off up to this many poll intervals while nothing changes (the
-#: current run's own status changes reach us at once through its log stream)
-RUNS_IDLE_FACTOR = 5
-#: /metrics backs off up to this many poll intervals while its values do not change
-METRICS_IDLE_FACTOR = 4
-#: seconds between /server_info reads once one answered for the current run (it holds the
-#: server's arguments, which do not change while it runs)
-SERVER_INFO_S = 60.0
-#: seconds between two notes of a run's GPU peak to the node (the last one is always sent)
-PEAK_NOTE_S = 5.0
-
 #: the command palette (ctrl+p): ``(title, help, action)``, one entry per action, keys as typed;
 #: ``log.``/``args.`` actions run on the log pane / the ServerArgs pane
 PALETTE = (
@@ -131,9 +117,11 @@ def _pane_only_keys() -> list[str]:
 
 
 class ConsoleApp(App[int]):
-    """``mambaconsole HOST``. ``feed`` talks to the node; ``clock`` is frozen in snapshot tests;
-    ``prepare`` (a coroutine function) runs before the first poll (the demo starts its first run
-    there); ``on_quit`` runs (awaited) when the app exits (the demo stops its processes there)."""
+    """``mambaconsole HOST``: the console on ``server``, a :class:`Session`, or a feed to make
+    one with ``clock`` (frozen in snapshot tests), ``poll_s`` and ``prepare`` (a coroutine
+    function run before the first poll: the demo starts its first run there); ``on_quit`` runs
+    (awaited) when the app exits (the demo stops its processes there). ``start_workers=False``:
+    the session is never started (tests feed the state by hand)."""
 
     TITLE = "mambaconsole"
     CSS_PATH = "app.tcss"
@@ -167,21 +155,21 @@ class ConsoleApp(App[int]):
     DEFAULT_ARGS_COLS, ARGS_COLS_RANGE = 5, (2, 8)
     DEFAULT_TOP_ROWS, TOP_ROWS_RANGE = 13, (5, 30)
 
-    def __init__(self, feed: Feed, *, read_only: bool = False, clock: Callable[[], float] = time.time,
+    def __init__(self, server: Session | Feed, *, read_only: bool = False, clock: Callable[[], float] = time.time,
                  poll_s: float = 2.0, theme: str | None = None, screenshot_dir: str | None = None,
                  on_quit=None, prepare=None, start_workers: bool = True,
                  ui_state: Path | None = None) -> None:
         super().__init__()
-        self.feed = feed
+        if not isinstance(server, Session):
+            server = Session(server, poll_s=poll_s, clock=clock, prepare=prepare)
+        self.session = server
+        server.dispatch = lambda fn: self.post_message(M.SessionCall(fn))
+        server.listener = _Listener(self)
         self.read_only = read_only
-        self.clock = clock
-        self.poll_s = poll_s
-        self.state = ConsoleState(feed.host, clock=clock)
-        self.state.gpu_interval_s = poll_s
-        self.state.simulated = feed.simulated
+        self.clock = server.clock
+        self.poll_s = server.poll_s
         self.screenshot_dir = screenshot_dir  # None: screenshot_folder()
         self.on_quit_hook = on_quit
-        self.prepare_hook = prepare
         self.start_workers = start_workers
         self._wanted_theme = theme
         #: where the theme and pane sizes chosen are remembered (``session/ui_state.py``);
@@ -191,9 +179,6 @@ class ConsoleApp(App[int]):
         self._ui_state_error = False
         self._themes: list[str] = []
         self._load_themes(saved.theme)
-        self._fails: dict[str, int] = {}
-        self._tail_run: str | None = None
-        self._resolved_for: tuple | None = None
         self._args_cols = self.DEFAULT_ARGS_COLS  # args : log = _args_cols : 10 - _args_cols
         self._top_rows = self.DEFAULT_TOP_ROWS
         self._set_sizes(saved.args_cols, saved.top_rows)
@@ -201,28 +186,30 @@ class ConsoleApp(App[int]):
         self.compact = False
         self._compact_pane = "log"
         self._layout_done = False
-        self.relaunching = False
-        self._idle_offset = -1
-        self._following_run: str | None = None
-        self._summaries: dict[str, dict] = {}
-        self._ranks = None  # GroupWatch: the current run's ranks on every node (watch_ranks)
+        self._summaries = server.summaries  # run id -> what its log says (history, run picker)
         self._closing = False
-        self._idle: dict[str, int] = {}  # poll -> answers in a row that changed nothing
-        self._runs_key: tuple | None = None
-        self._info_at: dict[str, float] = {}  # run id -> when /server_info last answered (monotonic)
-        self._noted_peak: dict[str, float] = {}  # run id -> peak GPU MiB last written to the node
-        self._peak_timer = None
-        self._poll_timers: dict[str, object] = {}  # poll -> its armed timer
-        self._intake = LogIntake()  # log lines received, not folded in yet
         self._log_changed: set[str] = set()  # panes the folded lines changed, not redrawn yet
         self._drawn_at = self._drawn_all_at = 0.0
-        self._first_log_drawn = False  # the workers _after_first_log holds back are started
-        self._deferred: list[Callable[[], object]] = []
-        self._deferred_timer = None
         self._input_at = -1.0  # the last key press or click (perf_counter)
         self._fold_paused = False  # _log_pending waits for input (INPUT_HOLD_S)
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
         self._log_frame_timer = None  # a Timer: draws what the last fold changed, LOG_FRAME_S after the last draw
+
+    @property
+    def state(self) -> ConsoleState:
+        return self.session.state
+
+    @property
+    def feed(self) -> Feed:
+        return self.session.feed
+
+    @property
+    def relaunching(self) -> bool:
+        return self.session.relaunching
+
+    @relaunching.setter
+    def relaunching(self, value: bool) -> None:
+        self.session.relaunching = value
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -267,7 +254,7 @@ class ConsoleApp(App[int]):
         self.refresh_panes({"header", "gpu", "spec", "args", "log"})
         self.set_interval(1.0, self._tick)
         if self.start_workers:
-            self.start_feeds()
+            self.session.start()
         self.query_one("#log-view").focus()
         self._fit_layout(self.size.width, self.size.height)
         # what startup built (Textual, the panes, SGLang knowledge) lives as long as the app:
@@ -325,11 +312,9 @@ class ConsoleApp(App[int]):
         """Once a second: the header's clocks, the GPU reading's age once it is stale (and the
         spec pane's "last seen" of a run that is over); a log that went idle completes its last
         record."""
-        if self.state.log_offset == self._idle_offset:
-            changed = self.state.flush_log()
-            if changed:
-                self.refresh_panes(changed)
-        self._idle_offset = self.state.log_offset
+        changed = self.session.tick()
+        if changed:
+            self.refresh_panes(changed)
         self.bar.refresh_from(self.state)
         self.gpu_pane.refresh_age(self.state)
         if self.state.batch_t is not None and not self.state.live:
@@ -351,232 +336,20 @@ class ConsoleApp(App[int]):
             self.call_later(self.refresh_panes, {"header", "gpu", "spec", "args", "log"})
             self._save_ui_state()
 
-    # ----------------------------------------------------------------- workers
-    def _lost(self, poll: str, exc: BaseException) -> None:
-        self.post_message(M.PollFailed(poll, f"{type(exc).__name__}: {exc}" if not isinstance(exc, ConsoleError) else str(exc)))
-
-    @work(exclusive=True, group="start", exit_on_error=False)
-    async def start_feeds(self) -> None:
-        if self.prepare_hook is not None:
-            try:
-                await self.prepare_hook()
-            except Exception as exc:
-                self.notify(f"could not start: {exc}", severity="error", timeout=15, markup=False)
-        self.watch_link()
-        self.poll_runs()
-        self.watch_gpu()
-        self.watch_ranks()
-        self._after_first_log(self.load_facts)
-
-    def _after_first_log(self, start: Callable[[], object]) -> None:
-        """Start ``start`` (a worker the first paint does not need: the node's SGLang version,
-        the server's HTTP polls, the resolution) once the log's history is read and drawn, or
-        FIRST_LOG_WAIT_S after it was asked for: on a busy node the run list and
-        the log's agent, which the first paint waits for, start first."""
-        if self._first_log_drawn:
-            start()
-            return
-        self._deferred.append(start)
-        if self._deferred_timer is None:
-            self._deferred_timer = self.set_timer(FIRST_LOG_WAIT_S, self._start_deferred)
-
-    def _start_deferred(self) -> None:
-        self._first_log_drawn = True
-        if self._deferred_timer is not None:
-            self._deferred_timer.stop()
-            self._deferred_timer = None
-        todo, self._deferred = self._deferred, []
+    # ----------------------------------------------------------------- the session
+    @on(M.SessionCall)
+    def _session_call(self, msg: M.SessionCall) -> None:
+        """An answer of the session's, run in order with the keys."""
         if not self._closing:
-            for start in todo:
-                start()
+            msg.fn()
 
-    @work(exclusive=True, group="facts", exit_on_error=False)
-    async def load_facts(self) -> None:
-        try:
-            self.post_message(M.Fed(await self.feed.facts()))
-        except Exception as exc:
-            self._lost("facts", exc)
-
-    #: seconds between two reads of the ranks of a run across nodes
-    RANKS_POLL_S = 3.0
-
-    @work(exclusive=True, group="ranks", exit_on_error=False)
-    async def watch_ranks(self) -> None:
-        """The current run's ranks on every node, when it is a rank of a run across nodes
-        (:class:`~mambaconsole.node.run_group.GroupWatch`; one request for a plain run)."""
-        from mambaconsole.node import connect
-        from mambaconsole.node.run_group import GroupWatch
-        from mambaconsole.state import RanksRead
-
-        try:
-            watch = self._ranks = GroupWatch(self.feed.host, self.feed.node, self.feed.store, connect)
-        except AttributeError:  # a feed without a run store (a stand-in): no ranks to read
-            return
-        try:
-            while not self._closing:
-                run_id = self.state.run.run_id if self.state.run is not None else None
-                try:
-                    gid, views = await watch.read(run_id)
-                    self.post_message(M.Fed(RanksRead(run_id, gid, tuple(views))))
-                except Exception:  # noqa: BLE001 - this node unreachable now: read the group again later
-                    watch.run_id = None
-                await asyncio.sleep(self.RANKS_POLL_S)
-        finally:
-            await asyncio.wait_for(watch.close(), timeout=5)
-
-    @work(exclusive=True, group="runs", exit_on_error=False)
-    async def poll_runs(self) -> None:
-        try:
-            self.post_message(M.Fed(await self.feed.runs(), poll="runs"))
-        except Exception as exc:
-            self._lost("runs", exc)
-
-    @work(exclusive=True, group="gpu", exit_on_error=False)
-    async def watch_gpu(self) -> None:
-        """GPU samples every ``poll_s`` seconds from one long-lived node agent
-        (:meth:`Feed.gpu_stream`); when the stream breaks, it starts again once the link is up,
-        with capped backoff."""
-        async def samples():
-            await self.feed.link.wait_up()
-            async for snap in self.feed.gpu_stream(self.poll_s):
-                yield snap
-
-        def handle(snap) -> None:
-            self.post_message(M.Fed(snap, poll="gpu"))  # (post_message's bool is not a wait)
-
-        await self._keep_reading("gpu", samples, handle, again=True)
-
-    async def _keep_reading(self, poll: str, open_stream: Callable[[], AsyncIterator], handle: Callable[[object], None],
-                      *, again: bool) -> None:
-        """``handle`` each item of ``open_stream()``; when ``handle`` returns an awaitable (the
-        log intake's room), the next item is read once it is done, and anything else it returns
-        is ignored (a returned bool once made every GPU sample "break" the stream: samples then
-        came only at each restart, 1, 2, 4 ... 30 s apart). When the stream breaks (raises), say so
-        (:meth:`_lost`) and open it again after :data:`mambaconsole.backoff.STREAM` (1 s,
-        doubling up to 30 s, back to 1 s at each item); when it ends, return, or with ``again``
-        open it again after the same backoff. Stops when the app closes."""
-        from mambaconsole.backoff import STREAM
-
-        attempt = 0
-        while not self._closing:
-            try:
-                async for item in open_stream():
-                    waiting = handle(item)
-                    if inspect.isawaitable(waiting):
-                        await waiting
-                    attempt = 0
-                if not again:
-                    return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._lost(poll, exc)
-            attempt += 1
-            await asyncio.sleep(STREAM.delay(attempt))
-
-    @work(exclusive=True, group="http", exit_on_error=False)
-    async def poll_http(self) -> None:
-        """``/metrics`` at each poll; ``/server_info`` until it answered for the current run,
-        then every SERVER_INFO_S seconds."""
-        run = self.state.run
-        port = self.feed.port_of(run)
-        try:
-            rid = run.run_id if run is not None else ""
-            last = self._info_at.get(rid)
-            if last is None or time.monotonic() - last >= SERVER_INFO_S:
-                info = await self.feed.server_info(port)
-                if info.data is not None:
-                    self._info_at[rid] = time.monotonic()
-                self.post_message(M.Fed(info))
-        except Exception as exc:  # noqa: BLE001 - a failing /server_info never stops /metrics
-            self.post_message(M.Fed(ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200])))
-        try:
-            self.post_message(M.Fed(await self.feed.metrics(port), poll="http"))
-        except Exception as exc:
-            self._lost("http", exc)
-
-    @work(exclusive=True, group="peak", exit_on_error=False)
-    async def note_peak(self) -> None:
-        """Write the runs' GPU peaks seen since the last note to their records on the node."""
-        for rid, peak in list(self.state.gpu_peak_mib.items()):
-            if peak > self._noted_peak.get(rid, -1.0):
-                try:
-                    await self.feed.store.note(rid, peak_mem_mib=peak)
-                    self._noted_peak[rid] = peak
-                except Exception as exc:  # noqa: BLE001 - tried again at the next new peak
-                    self._lost("peak", exc)
-
-    def _peak_changed(self) -> None:
-        """A run's GPU peak rose: note it to the node at most every PEAK_NOTE_S seconds."""
-        if self._peak_timer is None and self.start_workers and not self._closing:
-            def fire() -> None:
-                self._peak_timer = None
-                if not self._closing:
-                    self.note_peak()
-
-            self._peak_timer = self.set_timer(PEAK_NOTE_S, fire)
-
-    @work(exclusive=True, group="tail", exit_on_error=False)
-    async def tail_log(self, run: RunInfo, offset: int) -> None:
-        """The log tail; :meth:`Feed.tail` resumes across dropped connections by byte offset.
-        Should it fail anyway, it starts again where the state stopped (nothing lost or repeated)."""
-        opened = [offset]  # the first open starts at `offset`, the next ones where the state stopped
-
-        def open_tail():
-            start = opened.pop() if opened else (self.state.log_offset if self.state.log_run_id == run.run_id else 0)
-            return self.feed.tail(run, start)
-
-        def handle(batch):
-            if isinstance(batch, RunStatus):
-                self.call_later(self._run_status_changed)
-                return None
-            if self._intake.put(batch):
-                self.post_message(M.LogPending())
-            return self._intake.room()  # the worker reads on once the app has room
-
-        await self._keep_reading("tail", open_tail, handle, again=False)
-
-    @work(exclusive=True, group="link", exit_on_error=False)
-    async def watch_link(self) -> None:
-        """The connection's status as the node layer's supervisor sees it (the UI only reads it)."""
-        link = self.feed.link
-        await link.start()
-        async for st in link.watch():
-            self.post_message(M.Fed(Connection(st.up, st.since, st.detail, st.attempts, st.retry_at)))
-
-    @work(exclusive=True, group="resolve", exit_on_error=False)
-    async def resolve_current(self, argv: tuple[str, ...], run: RunInfo | None = None) -> None:
-        from mambaconsole.sglang.argv_diff import split_launch
-
-        env, cwd = self.feed.run_environment(run)
-        try:
-            res = await self.feed.resolve(split_launch(list(argv))[1], env=env, cwd=cwd)
-            if res.get("ok"):  # the run's memory as predicted from its arguments (the OOM screen's)
-                res = {**res, **await self.feed.memory_plan(res, list(argv), env=env, cwd=cwd)}
-            self.post_message(M.Fed(Resolution(res, argv)))
-        except Exception as exc:
-            self._lost("resolve", exc)
-
-    # ----------------------------------------------------------------- handlers
     def action_page_back(self) -> None:
-        """The log pane's ``b``: the page before the first kept line (a long log's skipped
-        middle, or lines the bounded buffer let go), read from the node."""
-        st = self.state
-        run = next((r for r in st.runs if r.run_id == st.log_run_id), None)
-        rng = st.page_back_range(PAGE_BYTES)
-        if run is None or not run.log_path or not self.start_workers:
+        """The log pane's ``b``: the page before the first kept line, read from the node."""
+        if not self.start_workers:
             return
-        if rng is None:
-            self.notify("the log's first line is shown", timeout=4)
-            return
-        self.read_page(run, *rng)
-
-    @work(exclusive=True, group="page", exit_on_error=False)
-    async def read_page(self, run: RunInfo, offset: int, end: int, aligned: bool) -> None:
-        try:
-            self.post_message(M.Fed(await self.feed.read_page(run, offset, end, aligned)))
-        except Exception as exc:
-            self.notify(f"could not read the earlier lines: {exc}", severity="error", timeout=8, markup=False)
+        note = self.session.page_back()
+        if note:
+            self.notify(note, timeout=4)
 
     @on(M.LogPending)
     def _log_pending(self, _msg: M.LogPending) -> None:
@@ -593,12 +366,13 @@ class ConsoleApp(App[int]):
                 self.set_timer(max(0.001, self._input_at + INPUT_HOLD_S - t0), self._resume_fold)
             return
         changed = self._log_changed
-        while (ev := self._intake.take()) is not None:
+        intake = self.session.intake
+        while (ev := intake.take()) is not None:
             changed |= self.state.apply(ev)
             if time.perf_counter() - t0 > LOG_SLICE_S:
                 break
-        self._check_follow()
-        more = self._intake.pending
+        changed |= self.session.check_follow()
+        more = intake.pending
         now = time.perf_counter()
         if not more and not self._frozen_after_log and self.state.reading_left() is None:
             # what the first read of the log built to last (SGLang knowledge, imported on first
@@ -628,7 +402,7 @@ class ConsoleApp(App[int]):
 
     def _resume_fold(self) -> None:
         self._fold_paused = False
-        if self._intake.pending and not self._closing:
+        if self.session.intake.pending and not self._closing:
             self.post_message(M.LogPending())  # (an input since: _log_pending waits again)
 
     async def on_event(self, event) -> None:
@@ -646,134 +420,8 @@ class ConsoleApp(App[int]):
         self.refresh_panes(self._log_changed)
         self._log_changed.clear()
         self._drawn_at = self._drawn_all_at = time.perf_counter()
-        if not self._first_log_drawn and self.state.reading_left() is None:
-            self.call_after_refresh(self._start_deferred)  # the log's history is read and drawn
-
-    @on(M.Fed)
-    def _fed(self, msg: M.Fed) -> None:
-        if self._closing:
-            return
-        ev = msg.event
-        if isinstance(ev, LogLines) and ev.earlier is not None:
-            if ev.run_id == self.state.log_run_id:
-                self.state.apply(ev)
-                self.log_pane.show_earlier(self.state, ev.earlier[1])
-            return
-        prev_run = self.state.run
-        was_up = self.state.connected
-        if isinstance(msg.event, Phase) and msg.event.run_id:
-            self._following_run = msg.event.run_id
-        if msg.poll in ("runs", "http"):
-            self._count_idle(msg.poll, msg.event)
-        changed = self.state.apply(msg.event)
-        if msg.poll is not None:
-            self._fails.pop(msg.poll, None)
-            if not self.state.connected and msg.poll in ("runs", "gpu"):
-                self.feed.link.check()  # the node answered: let the supervisor reconnect now
-        if isinstance(msg.event, Connection) and msg.event.up and not was_up and self.start_workers:
-            self.poll_runs()  # re-read the node before anything acts on it (a pair may have relaunched)
-        if msg.poll == "gpu" and self._peak_unsaved():
-            self._peak_changed()
-        run = self.state.run
-        if prev_run is not None and run is not None and prev_run.run_id != run.run_id \
-                and run.run_id != self._following_run and not self.relaunching:
-            who = f" by {run.launched_by}" if run.launched_by else ""
-            note = (f"run changed: now following run {run.run_id} (started{who}); "
-                    f"run {prev_run.run_id} is no longer current")
-            self.state.notice = note
-            self.notify(note, severity="warning", timeout=10, markup=False)
-        self._check_follow()
-        if run is not None and (prev_run is None or prev_run.run_id != run.run_id or self._tail_run is None):
-            self._follow(run)
-        self.refresh_panes(changed)
-        self._arm(msg.poll)
-
-    def _run_status_changed(self) -> None:
-        """The followed run's status changed on the node: re-read the runs now."""
-        if self._closing or not self.start_workers:
-            return
-        self._idle["runs"] = 0
-        self.poll_runs()
-
-    def _check_follow(self) -> None:
-        """End the relaunch's "follow" phase once the new run is ready or has failed."""
-        ph, run = self.state.phase, self.state.run
-        if ph is not None and ph.name == "follow" and run is not None and run.run_id == self._following_run \
-                and self.state.status not in ("starting", "no run", "connection lost") \
-                and self.state.reading_left() is None:
-            self.state.apply(Phase("done", ""))
-            self.notify(f"run {run.run_id}: {self.state.status}", timeout=6,
-                        severity="information" if self.state.status == "ready" else "error", markup=False)
-
-    def _follow(self, run: RunInfo) -> None:
-        if self.feed.is_sim and not self.state.sglang_version:
-            from mambaconsole.state import NodeFacts
-            from mambaconsole.ui.feed import flag_value
-
-            self.state.apply(NodeFacts(self.state.host, flag_value(run.argv, "--sim-version"), simulated=True))
-        if self.state.log_run_id not in (None, run.run_id) and self._tail_run is not None:
-            return  # the user picked an older run's log
-        if run.log_path and self._tail_run != run.run_id and self.start_workers:
-            self._tail_run = run.run_id
-            self.state.show_log_of(run.run_id)
-            self.tail_log(run, 0)
-            self._after_first_log(self.poll_http)
-        if run.argv and self._resolved_for != run.argv and self.start_workers:
-            self._resolved_for = run.argv
-            self._after_first_log(lambda argv=run.argv: self.resolve_current(argv, run))
-
-    def _count_idle(self, poll: str, event) -> None:
-        """Before ``event`` is applied: count answers in a row that changed nothing (the poll
-        then backs off)."""
-        if poll == "runs":
-            key = (event.current, tuple((r.run_id, r.state, r.outcome, r.exit_code, r.pid, r.ended, r.argv)
-                                        for r in event.runs))
-            same = key == self._runs_key
-            self._runs_key = key
-        else:  # MetricsSnapshot
-            same = event.error is None and event.values == self.state.metrics
-        self._idle[poll] = self._idle.get(poll, 0) + 1 if same else 0
-
-    def _peak_unsaved(self) -> bool:
-        for rid, peak in self.state.gpu_peak_mib.items():
-            if peak > self._noted_peak.get(rid, -1.0):
-                run = next((r for r in self.state.runs if r.run_id == rid), None)
-                if run is None or run.peak_mem_mib is None or peak > run.peak_mem_mib:
-                    return True
-        return False
-
-    def _arm(self, poll: str | None) -> None:
-        """Arm ``poll``'s next run now that its last one has been handled: every ``poll_s``,
-        backing off (doubling) while answers change nothing, and while it fails."""
-        if poll is None or not self.start_workers or self._closing:
-            return
-        from mambaconsole.backoff import Backoff
-
-        factor = {"runs": RUNS_IDLE_FACTOR, "http": METRICS_IDLE_FACTOR}.get(poll, 1)
-        delay = Backoff.poll(self.poll_s, idle_factor=factor).next_in(fails=self._fails.get(poll, 0),
-                                                                      idle=self._idle.get(poll, 0))
-        if poll == "http":
-            run = self.state.run
-            if run is None or run.state not in ("starting", "running", "adopted"):
-                return  # no live server to ask; following a new run starts it again
-        target = {"runs": self.poll_runs, "http": self.poll_http}.get(poll)
-        if target is not None:
-            old = self._poll_timers.pop(poll, None)
-            if old is not None:
-                old.stop()  # one chain of polls, however often a poll was started by hand
-            self._poll_timers[poll] = self.set_timer(delay, lambda: None if self._closing else target())
-
-    @on(M.PollFailed)
-    def _poll_failed(self, msg: M.PollFailed) -> None:
-        if self._closing:
-            return
-        self._fails[msg.poll] = self._fails.get(msg.poll, 0) + 1
-        if msg.poll in ("runs", "gpu", "tail", "facts"):
-            self.feed.link.check(msg.error)  # the supervisor decides whether the link is down
-        if msg.poll == "resolve":
-            self.state.resolution = {"error": {"type": "resolver", "message": msg.error}}
-            self.refresh_panes({"args"})
-        self._arm(msg.poll)
+        if not self.session.first_log_shown and self.state.reading_left() is None:
+            self.call_after_refresh(self.session.log_shown)  # the log's history is read and drawn
 
     # ----------------------------------------------------------------- actions
     def check_action(self, action: str, parameters) -> bool | None:
@@ -947,22 +595,16 @@ class ConsoleApp(App[int]):
     def _show_run_log(self, run_id: str | None) -> None:
         """The log pane shows ``run_id``'s log (chosen in the run picker or the history); a
         rank of the run across nodes on another node (``rank:I``) opens its log there."""
-        if not run_id:
-            return
-        if run_id.startswith("rank:"):
+        if run_id and run_id.startswith("rank:"):
             from mambaconsole.ui.run_picker import RankLogScreen
 
-            member = self._ranks.member(int(run_id[5:])) if self._ranks is not None else None
+            ranks = self.session.ranks
+            member = ranks.member(int(run_id[5:])) if ranks is not None else None
             if member is not None and member.run is not None:
                 self.push_screen(RankLogScreen(member))
             return
-        run = next((r for r in self.state.runs if r.run_id == run_id), None)
-        if run is None:
-            return
-        self.state.show_log_of(run_id)
-        self._tail_run = run_id
-        self.tail_log(run, 0)
-        self.refresh_panes({"log", "header"})
+        if run_id and self.session.show_log(run_id):
+            self.refresh_panes({"log", "header"})
 
     def action_pick_run(self) -> None:
         from mambaconsole.ui.run_picker import RunPicker
@@ -1002,25 +644,10 @@ class ConsoleApp(App[int]):
             screen.show(None, str(exc), line)
 
     def _stale_refusal(self) -> str | None:
-        if not self.state.connected:
-            return "the node is unreachable: refusing to act on stale data"
-        if self.relaunching:
-            return "a relaunch is already running"
-        return None
-
-    def _group_refusal(self) -> str | None:
-        """A relaunch from here would restart this node's rank alone (its peers keep the old
-        run, or it waits for them for good): refused for a rank of a run across nodes."""
-        ranks = self.state.slices.ranks
-        if not ranks.views:
-            return None
-        nodes = " ".join(v.node for v in ranks.views)
-        return (f"run {ranks.group_id} spans {len(ranks.views)} nodes: a relaunch here would restart rank "
-                f"{next((v.rank for v in ranks.views if v.node == self.state.host), 0)} alone; stop it (S stops "
-                f"every rank) and start it again with mambaconsole launch {nodes} -- ARGS")
+        return self.session.refusal()
 
     def action_edit(self) -> None:
-        if (why := self._stale_refusal() or self._group_refusal()) is not None:
+        if (why := self._stale_refusal() or self.session.group_refusal()) is not None:
             self.notify(why, severity="error", markup=False)
             return
         from mambaconsole.ui.editor import EditorScreen
@@ -1034,7 +661,7 @@ class ConsoleApp(App[int]):
             self.relaunch_loop(argv, run_env=run_env)
 
     def action_relaunch(self) -> None:
-        if (why := self._stale_refusal() or self._group_refusal()) is not None:
+        if (why := self._stale_refusal() or self.session.group_refusal()) is not None:
             self.notify(why, severity="error", markup=False)
             return
         run = self.state.run
@@ -1062,87 +689,41 @@ class ConsoleApp(App[int]):
         from mambaconsole.ui.confirm import ConfirmScreen
 
         ranks = self.state.slices.ranks
-        if ranks.views and self._ranks is not None and self._ranks.group is not None:
+        watch = self.session.ranks
+        if ranks.views and watch is not None and watch.group is not None:
             nodes = ", ".join(f"rank {v.rank} on {v.node}" for v in ranks.views)
             self.push_screen(ConfirmScreen(
                 f"Stop the run across nodes {ranks.group_id}?",
                 f"Every rank, rank 0 first ({nodes}), under the relaunch lock of every node (all or none): "
                 "SIGINT, then SIGTERM, then SIGKILL.", "Stop all ranks"),
-                lambda ok: self.stop_group() if ok else None)
+                lambda ok: self.session.stop_group() if ok else None)
             return
         self.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "SIGINT, then SIGTERM, then SIGKILL.", "Stop"),
                          lambda ok: self.stop_run(run) if ok else None)
 
-    @work(exclusive=True, group="relaunch", exit_on_error=False)
-    async def stop_group(self) -> None:
-        """Stop every rank of the current run across nodes (:func:`mambaconsole.node.run_group.stop`)."""
-        from mambaconsole.node import run_group
+    def relaunch_loop(self, argv: list[str], break_stale: dict | None = None,
+                      run_env: tuple[dict[str, str], str | None] | None = None) -> None:
+        self.session.relaunch(argv, break_stale, run_env)
 
-        group = self._ranks.group if self._ranks is not None else None
-        if group is None:
-            return
-        self.post_message(M.Fed(Phase("stop", f"stopping {len(group.members)} ranks, rank 0 first")))
-        try:
-            await run_group.stop(group.members)
-            self.post_message(M.Fed(Phase("done", "")))
-        except Exception as exc:
-            self.post_message(M.RelaunchDone(None, str(exc)))
-
-    @work(exclusive=True, group="relaunch", exit_on_error=False)
-    async def relaunch_loop(self, argv: list[str], break_stale: dict | None = None,
-                            run_env: tuple[dict[str, str], str | None] | None = None) -> None:
-        from mambaconsole.node.runs import LockHeld
-        from mambaconsole.session import relaunch
-
-        self.relaunching = True
-        try:
-            run_id = await relaunch.relaunch(
-                self.feed, self.state.run, argv,
-                lambda name, text, run_id=None: self.post_message(M.Fed(Phase(name, text, run_id))),
-                break_stale=break_stale, run_env=run_env)
-            self.post_message(M.RelaunchDone(run_id))
-        except LockHeld as exc:
-            self.post_message(M.RelaunchDone(None, str(exc), lock=exc.lock, argv=list(argv), run_env=run_env))
-        except Exception as exc:
-            self.post_message(M.RelaunchDone(None, str(exc) if isinstance(exc, ConsoleError) else f"{type(exc).__name__}: {exc}"))
-        finally:
-            self.relaunching = False
-
-    @work(exclusive=True, group="relaunch", exit_on_error=False)
-    async def stop_run(self, run: RunInfo) -> None:
-        from mambaconsole.session import relaunch
-
-        try:
-            await relaunch.stop(self.feed, run, lambda name, text: self.post_message(M.Fed(Phase(name, text))))
-            self.post_message(M.Fed(Phase("done", "")))
-        except Exception as exc:
-            self.post_message(M.RelaunchDone(None, str(exc)))
+    def stop_run(self, run: RunInfo) -> None:
+        self.session.stop(run)
 
     @on(M.RelaunchDone)
     def _relaunched(self, msg: M.RelaunchDone) -> None:
-        if self._closing:
-            return
-        if msg.error:
-            self.state.apply(Phase("failed", ""))
-            self.state.notice = f"relaunch refused: {msg.error}"
-            self.notify(f"relaunch failed: {msg.error}", severity="error", timeout=10, markup=False)
-            lock = msg.lock or {}
-            if lock.get("stale") and msg.argv and not self.read_only:
-                from mambaconsole.ui.confirm import ConfirmScreen
+        self.session.relaunch_done(msg.run_id, msg.error, lock=msg.lock, argv=msg.argv, run_env=msg.run_env)
 
-                # the holder's session is gone: offer to break it, never silently
-                self.push_screen(ConfirmScreen(
-                    f"Break the stale relaunch lock of {lock.get('holder', 'unknown')}?",
-                    f"{msg.error}\nBreaking it takes the lock over and relaunches.", "Break and relaunch"),
-                    lambda ok, a=list(msg.argv), lk=dict(lock), e=msg.run_env: self.relaunch_loop(a, lk, run_env=e)
-                    if ok else None)
-        else:
-            self._following_run = msg.run_id
-            self.state.notice = None
-            self.notify(f"started run {msg.run_id}", timeout=4, markup=False)
-            self._check_follow()
-        self.refresh_panes({"header"})
-        self.poll_runs()
+    def offer_lock_break(self, error: str, lock: dict, argv: list[str],
+                         run_env: tuple[dict[str, str], str | None] | None) -> None:
+        """The holder of the relaunch lock that refused us is gone: offer to break it, never
+        silently (not with ``--read-only``)."""
+        if self.read_only or self._closing:
+            return
+        from mambaconsole.ui.confirm import ConfirmScreen
+
+        self.push_screen(ConfirmScreen(
+            f"Break the stale relaunch lock of {lock.get('holder', 'unknown')}?",
+            f"{error}\nBreaking it takes the lock over and relaunches.", "Break and relaunch"),
+            lambda ok: self.relaunch_loop(argv, lock, run_env=run_env) if ok else None)
 
     # ----------------------------------------------------------------- palette
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -1159,10 +740,11 @@ class ConsoleApp(App[int]):
         self.call_later(self.run_action, name if target is not None else action, target)
 
     async def on_unmount(self) -> None:
-        """Stop our workers first (their node commands end with them), then the quit hook
-        (closing the feed), each bounded so that quitting never hangs on a dead node."""
+        """Stop the session and our workers first (their node commands end with them), then the
+        quit hook (closing the feed), each bounded so that quitting never hangs on a dead node."""
         self._closing = True
         gc.unfreeze()  # frozen in on_mount; collectable again (many apps in one process: tests)
+        await self.session.close()
         self.workers.cancel_all()
         pending = [w._task for w in self.workers if getattr(w, "_task", None) is not None]
         if pending:
@@ -1175,34 +757,48 @@ class ConsoleApp(App[int]):
 
 
 def run(args) -> int:
-    """``mambaconsole HOST`` / ``--demo``: build the feed and run the app. Returns the exit status."""
-    from mambaconsole.session import settings as cfg
-
+    """``mambaconsole HOST`` / ``--demo``: make the server's session and run the app on it.
+    Returns the exit status."""
+    read_only = bool(getattr(args, "read_only", False))
     if getattr(args, "demo", False):
-        try:
-            from mambaconsole.ui import demo
-        except ImportError as exc:
-            raise ConsoleError(f"the demo is not built yet ({exc})") from None
-        return demo.run(args)
-    host = args.host
-    if not host:
-        raise ConsoleError("give a HOST (ssh alias, user@host[:port] or 'local'), or --demo", exit_code=2)
+        from mambaconsole.session.demo import Demo
+
+        demo = Demo()
+        app = ConsoleApp(demo.make_feed(), read_only=read_only, poll_s=1.0, prepare=demo.start, on_quit=demo.stop,
+                         theme=getattr(args, "theme", None), ui_state=ui_state_mod.state_path())
+        return int(app.run() or 0)
+    from mambaconsole.session.session import for_host
+
     overrides = {k: getattr(args, k, None) for k in ("python", "session", "port", "workdir", "theme")}
-    s = cfg.load(host, overrides)
-    from mambaconsole.node import connect, node_for
-
-    if host != "local":
-        # A host that cannot be reached at all (a typo, a refused key) is a one-line error
-        # here, not a console that keeps reconnecting to nothing.
-        async def _probe() -> None:
-            await (await connect(host)).close()
-
-        asyncio.run(_probe())
+    session = for_host(args.host, overrides)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise ConsoleError("the console needs a terminal (stdin/stdout are not a TTY); "
                            "for scripts use: doctor, launch, runs, stop, inspect, resolve, report")
-    node = node_for(host)  # SSH connects on first use, inside the app's event loop
-    feed = Feed(node, s, home=os.environ.get("MAMBACONSOLE_HOME", "") if host == "local" else "")
-    app = ConsoleApp(feed, read_only=bool(getattr(args, "read_only", False)), poll_s=s.poll_s, theme=s.theme,
-                     on_quit=feed.close, ui_state=ui_state_mod.state_path())
+    app = ConsoleApp(session, read_only=read_only, theme=session.feed.settings.theme, on_quit=session.feed.close,
+                     ui_state=ui_state_mod.state_path())
     return int(app.run() or 0)
+
+
+class _Listener(Listener):
+    """What the session tells the app: redraw these panes, log lines wait, a note for the user,
+    earlier lines came in, a stale lock could be broken. Called on the app's loop."""
+
+    def __init__(self, app: ConsoleApp) -> None:
+        self.app = app
+
+    def changed(self, panes: set[str]) -> None:
+        if panes and not self.app._closing:
+            self.app.refresh_panes(panes)
+
+    def log_waiting(self) -> None:
+        self.app.post_message(M.LogPending())
+
+    def notify(self, text: str, severity: str = "information", timeout: float = 4.0) -> None:
+        if not self.app._closing:
+            self.app.notify(text, severity=severity, timeout=timeout, markup=False)
+
+    def earlier_lines(self, end: int) -> None:
+        self.app.log_pane.show_earlier(self.app.state, end)
+
+    def lock_breakable(self, error, lock, argv, run_env) -> None:
+        self.app.offer_lock_break(error, lock, argv, run_env)

@@ -1,36 +1,23 @@
-"""Every message the console's workers post. Workers never touch widgets: they post one of
-these; the app's handlers fold it into :class:`mambaconsole.state.ConsoleState` and refresh
-the panes it names."""
+"""Every message the console's workers and its session post. Workers never touch widgets: they
+post one of these; the app's handlers fold it into :class:`mambaconsole.state.ConsoleState`
+(through the session) and refresh the panes it names."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from textual.message import Message
 
 
-class Fed(Message):
-    """A state event (any of the dataclasses in :mod:`mambaconsole.state`) from a worker.
-    ``poll`` names the poller that produced it, so the app arms that poller's next run only
-    after this one was handled."""
+class SessionCall(Message):
+    """A callback of the session's (:attr:`mambaconsole.session.session.Session.dispatch`: an
+    answer from the node to apply), run by the app in order with the other messages."""
 
-    def __init__(self, event: Any, poll: str | None = None) -> None:
+    def __init__(self, fn) -> None:
         super().__init__()
-        self.event = event
-        self.poll = poll
+        self.fn = fn
 
 
 class LogPending(Message):
-    """Log lines wait in the app's intake (:class:`mambaconsole.ui.intake.LogIntake`)."""
-
-
-class PollFailed(Message):
-    """A poller failed (``poll``: its name; ``error``: one line). The next poll is armed anyway."""
-
-    def __init__(self, poll: str, error: str) -> None:
-        super().__init__()
-        self.poll = poll
-        self.error = error
+    """Log lines wait in the app's intake (:class:`mambaconsole.session.intake.LogIntake`)."""
 
 
 class PreflightDone(Message):

@@ -1,4 +1,4 @@
-"""The log lines the tail worker received and the app has not folded in yet (no Textual here).
+"""The log lines the tail received and the console has not folded in yet (no Textual here).
 
 Keys first: the app folds a flood in slices (:data:`SLICE_S` of work, then the key presses that
 arrived meanwhile are handled before the next slice), so no batch, however large, holds a key

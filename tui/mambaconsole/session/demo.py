@@ -1,8 +1,9 @@
-"""``mambaconsole --demo``: the console on the simulated node, no GPU and no SSH.
+"""``mambaconsole --demo``'s node: the simulated SGLang server, no GPU and no SSH (headless; the
+console on it is :func:`mambaconsole.ui.app.run`).
 
 Starts the seed scenario's first failing command (``extra_buffer`` with default caps, which
 OOMs while allocating the Mamba cache) as a run in tmux, with the simulated SGLang
-(``python -m mambaconsole.sim``), and opens the console on it through ``LocalNode``.
+(``python -m mambaconsole.sim``), reached through ``LocalNode``.
 
 Each demo lives in its own folder ``<user cache dir>/mambaconsole/demo/<pid>-<random>/``
 (``platformdirs.user_cache_dir``): its own ``MAMBACONSOLE_HOME`` (runs, relaunch lock), tmux
@@ -27,7 +28,7 @@ from pathlib import Path
 from mambaconsole.node import tmux_server
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
-from mambaconsole.ui.feed import Feed
+from mambaconsole.session.feed import Feed
 from mambaconsole.session.settings import HostSettings
 
 SESSION = "demo"
@@ -178,15 +179,3 @@ def stale_demos(root: Path) -> list[tuple[Path, int]]:
 
 def _kill_tmux(folder: Path) -> None:
     tmux_server.kill_server(folder / "tmux")
-
-
-def run(args) -> int:
-    """``mambaconsole --demo [--read-only]``."""
-    from mambaconsole.session.ui_state import state_path
-    from mambaconsole.ui.app import ConsoleApp
-
-    demo = Demo()
-    feed = demo.make_feed()
-    app = ConsoleApp(feed, read_only=bool(getattr(args, "read_only", False)), poll_s=1.0, prepare=demo.start,
-                     on_quit=demo.stop, theme=getattr(args, "theme", None), ui_state=state_path())
-    return int(app.run() or 0)
