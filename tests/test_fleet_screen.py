@@ -84,20 +84,23 @@ async def test_enter_on_a_worker_without_a_host_says_why():
 
 
 def test_enter_runs_the_console_and_comes_back(monkeypatch):
-    """ui.fleet.run: the worker chosen with Enter opens the console (its host, its port); quitting
-    the console shows the fleet again; quitting the fleet ends."""
+    """ui.fleet.run: the worker chosen with Enter opens the console on a session made for its
+    host and port as ``mambaconsole HOST --port N`` makes one; quitting the console shows the
+    fleet again; quitting the fleet ends."""
     import argparse
 
     from mambaconsole.ui import app as console
     from mambaconsole.ui import fleet as ui_fleet
 
     choices = [("gpu-a", 30000), None]
-    opened = []
+    made, opened = [], []
     monkeypatch.setattr(ui_fleet.FleetApp, "run", lambda self: choices.pop(0))
-    monkeypatch.setattr(console, "run", lambda args: opened.append((args.host, args.port)) or 0)
+    monkeypatch.setattr("mambaconsole.session.session.for_host",
+                        lambda host, overrides: made.append((host, overrides)) or f"session of {host}")
+    monkeypatch.setattr(console, "run_session", lambda session: opened.append(session) or 0)
     monkeypatch.setattr("mambaconsole.commands.fleet.fleet_for", lambda args: StubFleet(_snapshot()))
     assert ui_fleet.run(argparse.Namespace(targets=["http://r:1"], via=None, json=False, once=False)) == 0
-    assert opened == [("gpu-a", 30000)] and choices == []
+    assert made == [("gpu-a", {"port": 30000})] and opened == ["session of gpu-a"] and choices == []
 
 
 async def test_a_failed_poll_is_shown_and_the_next_one_still_comes():

@@ -774,6 +774,12 @@ def run(args) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise ConsoleError("the console needs a terminal (stdin/stdout are not a TTY); "
                            "for scripts use: doctor, launch, runs, stop, inspect, resolve, report")
+    return run_session(session, read_only=read_only)
+
+
+def run_session(session: Session, *, read_only: bool = False) -> int:
+    """The console on ``session`` (its host's theme, the remembered pane sizes) until quit;
+    the session's feed is closed on the way out. Returns the exit status."""
     app = ConsoleApp(session, read_only=read_only, theme=session.feed.settings.theme, on_quit=session.feed.close,
                      ui_state=ui_state_mod.state_path())
     return int(app.run() or 0)

@@ -191,8 +191,11 @@ class FleetApp(App[tuple[str, int | None] | None]):
 
 
 def run(args: argparse.Namespace) -> int:
-    """The fleet screen; Enter runs the console on a worker's host, then comes back."""
+    """The fleet screen; Enter runs the console on a worker's host (its session made as
+    ``mambaconsole HOST`` makes one, :func:`mambaconsole.session.session.for_host`), then comes
+    back."""
     from mambaconsole.commands.fleet import fleet_for
+    from mambaconsole.session.session import for_host
     from mambaconsole.ui import app as console
 
     while True:
@@ -200,5 +203,4 @@ def run(args: argparse.Namespace) -> int:
         if not choice:
             return 0
         host, port = choice
-        console.run(argparse.Namespace(host=host, demo=False, read_only=False, python=None, session=None,
-                                       port=port, workdir=None, theme=None))
+        console.run_session(for_host(host, {"port": port}))
