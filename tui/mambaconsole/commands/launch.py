@@ -31,7 +31,7 @@ import argparse
 import json
 import sys
 
-from mambaconsole.commands._common import add_host, run_async
+from mambaconsole.commands._common import add_host, parse_env, run_async
 from mambaconsole.errors import ConsoleError, UsageError
 from mambaconsole.node import connect
 from mambaconsole.node.runs import DEFAULT_MODULE, DEFAULT_SESSION, LockHeld, RunStore
@@ -90,16 +90,6 @@ def server_argv(python: str, module: str, args: list[str], port: int | None) -> 
         elif any(g != str(port) for g in given):
             raise UsageError(f"--port {port} conflicts with --port {given[0]} in the server arguments")
     return argv
-
-
-def parse_env(items: list[str]) -> dict[str, str]:
-    env = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.isidentifier():
-            raise UsageError(f"--env wants NAME=VALUE, got {item!r}")
-        env[key] = value
-    return env
 
 
 async def _main(args) -> int:

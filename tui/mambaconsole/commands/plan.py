@@ -67,13 +67,11 @@ def run(args: argparse.Namespace) -> int:
     if not sglang_args:
         raise UsageError("give the SGLang flags after --, e.g. mambaconsole plan -- --model-path M")
     device = planned_device_of(args)
-    from mambaconsole.commands.resolve import _env
-
-    from mambaconsole.commands.resolve import python_hint
+    from mambaconsole.commands._common import parse_env, python_hint
     from mambaconsole.resolve import ResolveError
 
     try:
-        resolved, facts = asyncio.run(_fetch(args.host, args.python, sglang_args, _env(args.env), args.timeout,
+        resolved, facts = asyncio.run(_fetch(args.host, args.python, sglang_args, parse_env(args.env) or None, args.timeout,
                                              device))
     except ResolveError as exc:
         raise python_hint(exc, args.python, args.host) from None

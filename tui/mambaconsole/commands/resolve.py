@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 
+from mambaconsole.commands._common import parse_env, python_hint
 from mambaconsole.errors import UsageError
 
 HELP = ("resolve an SGLang launch command on the node with its own SGLang: every ServerArgs value, "
@@ -37,21 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-- then the SGLang server flags (e.g. -- --model-path M --tp-size 2)")
 
 
-def _env(pairs: list[str]) -> dict[str, str] | None:
-    env = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.isidentifier():
-            raise UsageError(f"--env wants NAME=VALUE, got {pair!r}")
-        env[name] = value
-    return env or None
-
-
 def run(args: argparse.Namespace) -> int:
     sglang_args = list(args.sglang_args)
     if sglang_args and sglang_args[0] == "--":
         sglang_args = sglang_args[1:]
-    env = _env(args.env)
+    env = parse_env(args.env) or None
     if not args.params and not sglang_args:
         raise UsageError("give the SGLang flags after --, e.g. mambaconsole resolve -- --model-path M")
     from mambaconsole.commands.plan import planned_device_of
@@ -215,12 +206,3 @@ def _print_params(answer: dict) -> None:
     print(f"SGLang {answer['sglang_version']}: {len(answer['params'])} options", file=sys.stderr)
 
 
-def python_hint(exc: Exception, python: str, host: str) -> Exception:
-    """``exc``, or where the node's ``python`` cannot import sglang (it is not the server's
-    python) a :class:`~mambaconsole.resolve.ResolveError` that says which to give instead."""
-    from mambaconsole.resolve import ResolveError
-
-    if "cannot import sglang" not in str(exc):
-        return exc
-    return ResolveError(f"{exc} (with {python} on {host}: give the server's python, --python PATH; "
-                        f"`mambaconsole doctor {host} --python PATH` checks one)")
