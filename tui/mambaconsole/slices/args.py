@@ -1,9 +1,10 @@
 """The ``args`` slice: the resolved ServerArgs (:class:`~mambaconsole.state.Resolution`, the
 resolver's JSON, ``mambaconsole.agent.resolver``) as :class:`ArgRow` rows, and what the live
 server runs with, to mark the rows that differ: the log's ``server_args=`` dump and the runtime
-caps SGLang logged (:mod:`mambaconsole.sglang.events` ``ServerArgsDump``, ``ReadySummary``,
-``ConcurrencyCapped``; SGLang 0.5.x ``scheduler.py`` / ``model_runner.py`` lines), and the
-server's ``/server_info`` (the ``server`` slice)."""
+caps SGLang logged (:mod:`mambaconsole.sglang.events` ``ServerArgsDump``; ``ReadySummary``,
+the ``max_total_num_tokens=..., max_running_requests=N`` line of ``managers/scheduler.py``;
+``ConcurrencyCapped``, 0.5.18+ ``kv_cache_configurator.py``'s ``max_running_requests is capped
+to N by the mamba state cache``), and the server's ``/server_info`` (the ``server`` slice)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """The ``gpu`` slice: the node's GPU readings (:class:`~mambaconsole.state.GpuSnapshot`, MiB as
 NVML / ``nvidia-smi`` report them), their history, each run's peak, and the current boot's
 memory budget as SGLang logged it (GB as SGLang prints them: ``... size: 13.50GB``, SGLang's
-"GB" being 2**30 bytes, i.e. GiB; SGLang 0.5.x ``model_runner.py`` / ``memory_pool.py`` lines,
-parsed by :mod:`mambaconsole.sglang.events`)."""
+"GB" being 2**30 bytes, i.e. GiB): ``Load weight end ... mem usage=`` and ``Capture cuda graph
+end ... mem usage=`` (``model_runner.py``), ``KV Cache is allocated`` (``memory_pool.py``) and
+``Mamba Cache is allocated``, as :mod:`mambaconsole.sglang.events` parses them for 0.5.5-0.5.23
+(shared/reference sglang-observables.md §3 gives each line's versions)."""
 
 from __future__ import annotations
 

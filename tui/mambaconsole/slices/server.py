@@ -1,7 +1,9 @@
-"""The ``server`` slice: the live server's HTTP answers, ``/server_info`` (or
-``/get_server_info``; :class:`~mambaconsole.state.ServerInfo`, its JSON object as SGLang 0.5.x
-``http_server.py`` returns it) and ``/metrics`` (:class:`~mambaconsole.state.MetricsSnapshot`,
-Prometheus text read by :mod:`mambaconsole.sglang.metrics`)."""
+"""The ``server`` slice: the live server's HTTP answers, ``/server_info`` (0.5.9+; 0.5.5's
+``/get_server_info``; :class:`~mambaconsole.state.ServerInfo`, the decoded JSON object SGLang's
+``srt/entrypoints/http_server.py`` returns, shape in shared/reference sglang-observables.md
+§5.2) and ``/metrics``
+(:class:`~mambaconsole.state.MetricsSnapshot`, Prometheus text read by
+:mod:`mambaconsole.sglang.metrics`)."""
 
 from __future__ import annotations
 

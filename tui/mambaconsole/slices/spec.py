@@ -1,6 +1,7 @@
-"""The ``spec`` slice: what the current run's decode batch lines say (SGLang 0.5.x
-``scheduler_metrics_mixin.py`` ``Decode batch, ...``, parsed into
-:class:`~mambaconsole.sglang.events.DecodeBatch`): speculative decoding's accept length per
+"""The ``spec`` slice: what the current run's decode batch lines say (``Decode batch, ...``:
+0.5.9-0.5.12 ``scheduler_metrics_mixin.py``, 0.5.13-0.5.23
+``srt/managers/scheduler_components/metrics_reporter.py`` ``report_decode_stats``; parsed into
+:class:`~mambaconsole.sglang.events.DecodeBatch`, shared/reference sglang-observables.md §2): speculative decoding's accept length per
 batch and its collapse alarm, and the inputs of the Mamba slot estimate
 (:mod:`mambaconsole.sglang.capacity`: the last decode lines, the pool size the ``Mamba Cache is
 allocated`` line printed, the slots per request of the cap warning). Times on the console's
