@@ -10,11 +10,16 @@ Blackwell"), and from the policy's rule worked out by hand (2, 4, 8 intervals wh
 from __future__ import annotations
 
 import asyncio
+import sys
+import textwrap
 import time
 
 import pytest
 
+from fixtures.pairing import sshd_cut, sshd_restart
+from mambaconsole.node import node_for
 from mambaconsole.node.local import LocalNode
+from mambaconsole.node.runs import RunStore
 from mambaconsole.session.demo import Demo
 from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import RUNS_IDLE_FACTOR, Listener, Session
@@ -91,6 +96,58 @@ async def test_a_session_follows_the_simulated_run_to_its_oom_without_textual(de
         await demo.stop()
         await other.feed.close()
     assert all(t.done() for t in session._tasks.values())
+
+
+#: a node-side writer: a numbered line every 10 ms until the file argv[1] exists
+COUNTER = textwrap.dedent("""
+    import os, signal, sys, time
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    i = 0
+    while not os.path.exists(sys.argv[1]):
+        i += 1
+        print("n %05d" % i, flush=True)
+        time.sleep(0.01)
+    while True:
+        time.sleep(0.05)
+""")
+
+
+async def test_a_session_over_ssh_refuses_to_act_while_cut_off_and_resumes_the_log_exactly(
+        ssh_home, tmp_path, no_config):
+    """The loopback sshd goes away (listener and sessions) while the node writes; the session
+    says the node is unreachable and refuses to act; once sshd is back its log holds every line
+    the node wrote, once and in order (read off the node's file itself)."""
+    stop_file = tmp_path / "stop-writing"
+    script = tmp_path / "counter.py"
+    script.write_text(COUNTER)
+    async with LocalNode() as local:
+        run = await RunStore(local).start([sys.executable, str(script), str(stop_file)])
+    session = Session(Feed(node_for("gpu-node"), HostSettings(python=sys.executable), adopt=False), poll_s=0.3)
+    session.listener = Recorder(session)
+    st = session.state
+    try:
+        session.start()
+        await until(lambda: st.log_total >= 60, 60, "the first lines")
+        sshd_cut(ssh_home.sshd)
+        await until(lambda: not st.connected, 30, "the link marked down")
+        assert session.refusal() == "the node is unreachable: refusing to act on stale data"
+        sshd_restart(ssh_home.sshd)
+        await until(lambda: st.connected, 30, "the reconnect")
+        cut_at = st.log_total
+        await until(lambda: st.log_total > cut_at + 50, 30, "lines after the reconnect")
+        assert session.refusal() is None
+        stop_file.touch()
+        await asyncio.sleep(0.5)
+        written = open(run.log_path, encoding="utf-8").read().splitlines()
+        assert written == ["n %05d" % i for i in range(1, len(written) + 1)]
+        await until(lambda: st.log_total >= len(written), 30, f"all {len(written)} lines")
+        assert [ln.text for ln in st.log] == written
+        assert session.feed.link.reconnects >= 1
+    finally:
+        await session.close()
+        await session.feed.close()
+        async with LocalNode() as local:
+            await RunStore(local).stop(run.run_id, int_s=5)
 
 
 class FakeRuns:
