@@ -14,7 +14,8 @@ The policies in use, named where they are used:
 - :data:`STREAM` (1 s → 30 s): re-opening a stream that broke (GPU samples, the log tail) and a
   log agent that ended without sending anything;
 - :meth:`Backoff.poll`: a poll every ``interval`` seconds, slowed while it fails (from twice the
-  interval) or while it answers nothing new (up to a few intervals).
+  interval) or while it answers nothing new (up to a few intervals): the session's runs listing
+  and ``/metrics`` (:mod:`mambaconsole.session.session`), its ranks watch, the fleet screen.
 
 No I/O, no asyncio: callers count their attempts and sleep themselves.
 """

@@ -243,8 +243,9 @@ class Session:
             self._post(Connection(st.up, st.since, st.detail, st.attempts, st.retry_at))
 
     async def _watch_ranks(self) -> None:
-        """The current run's ranks on every node, every ``ranks_poll_s`` seconds, when it is a
-        rank of a run across nodes (one request for a plain run)."""
+        """The current run's ranks on every node, every ``ranks_poll_s`` seconds (backing off
+        while this node cannot be read), when it is a rank of a run across nodes (one request
+        for a plain run)."""
         from mambaconsole.node import connect
         from mambaconsole.node.run_group import GroupWatch
         from mambaconsole.state import RanksRead
@@ -253,15 +254,18 @@ class Session:
             watch = self.ranks = GroupWatch(self.feed.host, self.feed.node, self.feed.store, connect)
         except AttributeError:  # a feed without a run store (a stand-in): no ranks to read
             return
+        fails = 0
         try:
             while not self.closing:
                 run_id = self.state.run.run_id if self.state.run is not None else None
                 try:
                     gid, views = await watch.read(run_id)
                     self._post(RanksRead(run_id, gid, tuple(views)))
+                    fails = 0
                 except Exception:  # noqa: BLE001 - this node unreachable now: read the group again later
                     watch.run_id = None
-                await asyncio.sleep(self.ranks_poll_s)
+                    fails += 1
+                await asyncio.sleep(Backoff.poll(self.ranks_poll_s).next_in(fails=fails))
         finally:
             await asyncio.wait_for(watch.close(), timeout=5)
 
