@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mambaconsole.slices.server import ServerSlice
     from mambaconsole.slices.spec import SpecSlice
-    from mambaconsole.state import Resolution, ServerInfo
+    from mambaconsole.state_events import Resolution, ServerInfo
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mambaconsole.state import GpuSnapshot, RunInfo
+    from mambaconsole.state_events import GpuSnapshot, RunInfo
 
 #: GPU used-memory samples kept per GPU for the history sparkline
 GPU_HISTORY = 120

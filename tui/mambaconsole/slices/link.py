@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mambaconsole.state import Connection, NodeFacts, ServerInfo
+    from mambaconsole.state_events import Connection, NodeFacts, ServerInfo
 
 
 class LinkSlice:

@@ -16,7 +16,7 @@ from mambaconsole.slices.buffers import LineBuffer
 if TYPE_CHECKING:
     from mambaconsole.slices.fold import FoldSlice
     from mambaconsole.slices.runs import RunsSlice
-    from mambaconsole.state import LogLines
+    from mambaconsole.state_events import LogLines
 
 #: lines kept in memory for the log pane, whatever the log size
 LOG_KEEP = 5000

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mambaconsole.state import Phase, RunInfo, RunsListed
+    from mambaconsole.state_events import Phase, RunInfo, RunsListed
 
 
 class RunsSlice:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mambaconsole.state import MetricsSnapshot, ServerInfo
+    from mambaconsole.state_events import MetricsSnapshot, ServerInfo
 
 
 class ServerSlice:

@@ -18,7 +18,7 @@ from mambaconsole.slices.buffers import SpecBuffer
 
 if TYPE_CHECKING:
     from mambaconsole.slices.gpu import GpuSlice
-    from mambaconsole.state import ServerInfo
+    from mambaconsole.state_events import ServerInfo
 
 #: speculative points kept (one per decode batch line)
 SPEC_KEEP = 600
