@@ -159,7 +159,9 @@ async def test_console_over_sshd(ssh_home, tmp_path, no_config):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.state.log_total == len(lines), what="the whole log over ssh")
         assert app.state.host == "gpu-node"
-        assert [ln.text for ln in app.log_pane._shown] == lines
+        # the pane draws what was folded at most a frame later (ui/app.py LOG_FRAME_S)
+        await wait_until(pilot, lambda: [ln.text for ln in app.log_pane._shown] == lines, timeout=5,
+                         what="the pane showing the whole log")
     node2 = node_for("gpu-node")
     await RunStore(node2).stop(run.run_id, int_s=5)
     await node2.close()

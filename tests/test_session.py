@@ -45,9 +45,7 @@ class Recorder(Listener):
         asyncio.get_running_loop().call_soon(self.fold)
 
     def fold(self):
-        while (ev := self.session.intake.take()) is not None:
-            self.session.state.apply(ev)
-        self.session.check_follow()
+        self.changes.append(self.session.fold_log())
 
     def notify(self, text, severity="information", timeout=4.0):
         self.notes.append((severity, text))

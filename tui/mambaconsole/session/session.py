@@ -16,7 +16,8 @@ Ordering: every answer from the node is applied to the state through :attr:`Sess
 (default: the event loop's ``call_soon``; the console passes its message queue, so answers and
 key presses are handled in the order they came). The log tail is the exception on purpose (the
 hot path): its lines wait in :attr:`Session.intake` and the listener is told once
-(:meth:`Listener.log_waiting`); the owner folds them in slices between keys.
+(:meth:`Listener.log_waiting`); the owner folds them in (:meth:`Session.fold_log`) when it has
+time: the console in slices between keys.
 
 ::
 
@@ -112,7 +113,8 @@ class Session:
         self.state = ConsoleState(feed.host, clock=clock)
         self.state.gpu_interval_s = poll_s
         self.state.simulated = feed.simulated
-        #: log lines received, not folded in yet (the owner folds them: :meth:`Listener.log_waiting`)
+        #: log lines received, not folded in yet (:meth:`fold_log`; the owner is told:
+        #: :meth:`Listener.log_waiting`)
         self.intake = LogIntake()
         #: run id -> what its log says (:meth:`Feed.run_summary`), for the history and the run picker
         self.summaries: dict[str, dict] = {}
@@ -473,6 +475,18 @@ class Session:
             return
         self._idle["runs"] = 0
         self.poll_runs()
+
+    def fold_log(self, until: float | None = None) -> set[str]:
+        """Fold the waiting log lines (:attr:`intake`) into the state, until ``time.perf_counter()``
+        passes ``until`` (None: all of them; the rest waits for the next call), and end a
+        relaunch's follow phase the lines completed; returns the panes that changed."""
+        changed: set[str] = set()
+        intake, apply = self.intake, self.state.apply
+        while (ev := intake.take()) is not None:
+            changed |= apply(ev)
+            if until is not None and time.perf_counter() > until:
+                break
+        return changed | self.check_follow()
 
     def check_follow(self) -> set[str]:
         """End the relaunch's "follow" phase once the new run is ready or has failed (the

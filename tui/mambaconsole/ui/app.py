@@ -366,13 +366,8 @@ class ConsoleApp(App[int]):
                 self.set_timer(max(0.001, self._input_at + INPUT_HOLD_S - t0), self._resume_fold)
             return
         changed = self._log_changed
-        intake = self.session.intake
-        while (ev := intake.take()) is not None:
-            changed |= self.state.apply(ev)
-            if time.perf_counter() - t0 > LOG_SLICE_S:
-                break
-        changed |= self.session.check_follow()
-        more = intake.pending
+        changed |= self.session.fold_log(t0 + LOG_SLICE_S)
+        more = self.session.intake.pending
         now = time.perf_counter()
         if not more and not self._frozen_after_log and self.state.reading_left() is None:
             # what the first read of the log built to last (SGLang knowledge, imported on first
