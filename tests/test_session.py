@@ -221,3 +221,17 @@ async def test_what_a_failure_means():
     assert [s for s, _ in rec.notes] == ["error", "error"]
     assert session.state.notice == "relaunch refused: held by bob"
     await session.feed.close()
+
+
+async def test_the_source_behind_a_value_is_read_as_the_runs_python_finds_it():
+    """``v`` on a ServerArgs row: the session reads the file on the node with the current run's
+    python (here this one, which finds the standard library's json package)."""
+    import json
+
+    session = Session(Feed(LocalNode("t"), HostSettings(python=sys.executable)), poll_s=1.0)
+    try:
+        text = await session.read_source("json/__init__.py", 5)
+    finally:
+        await session.feed.close()
+    fifth = open(json.__file__, encoding="utf-8").read().splitlines()[4]
+    assert f">    5  {fifth}" in text.splitlines()

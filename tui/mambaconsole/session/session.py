@@ -551,6 +551,12 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             self.listener.notify(f"could not read the earlier lines: {exc}", "error", 8)
 
+    async def read_source(self, file: str, line: int) -> str:
+        """Lines around ``line`` of SGLang's ``file`` as the current run's python and
+        environment find it (:meth:`Feed.read_source`; raises ConsoleError when not found)."""
+        env, cwd = self.feed.run_environment(self.state.run)
+        return await self.feed.read_source(file, line, env=env, cwd=cwd)
+
     def tick(self) -> set[str]:
         """Once a second (the owner's timer): a log that went idle completes its last record;
         returns the panes that changed."""

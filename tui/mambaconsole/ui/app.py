@@ -632,9 +632,7 @@ class ConsoleApp(App[int]):
     @work(group="source", exit_on_error=False)
     async def _read_source(self, screen, file: str, line: int) -> None:
         try:
-            env, cwd = self.feed.run_environment(self.state.run)
-            text = await self.feed.read_source(file, line, env=env, cwd=cwd)
-            screen.show(text, None, line)
+            screen.show(await self.session.read_source(file, line), None, line)
         except Exception as exc:
             screen.show(None, str(exc), line)
 
