@@ -1,5 +1,6 @@
 """The headless session (``session/session.py``) driven without Textual: on the simulated node
-(the demo's set-up) it follows the seed scenario's first run to its OOM; two sessions are two
+(the demo's set-up) it follows the seed scenario's first run to its OOM and relaunches it with
+a working argv to ready; over the loopback sshd it survives a cut; two sessions are two
 independent servers; its polls keep the backoff policy's schedule while they fail and while
 they answer nothing new; a failed resolution and a stale relaunch lock mean what they should.
 
@@ -24,6 +25,7 @@ from mambaconsole.session.demo import Demo
 from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import RUNS_IDLE_FACTOR, Listener, Session
 from mambaconsole.session.settings import HostSettings
+from mambaconsole.sim import demo as sim_demo
 from mambaconsole.state import RunInfo, RunsListed
 
 pytestmark = pytest.mark.timeout(180)
@@ -88,6 +90,15 @@ async def test_a_session_follows_the_simulated_run_to_its_oom_without_textual(de
         await until(lambda: any("runs" in c for c in other_rec.changes), 30, "the other node's runs")
         assert other.state.run is None and other.state.status == "no run"
         assert other.state.host == "other" and st.host == "demo"
+        # the relaunch loop, headless: a working argv (the sim's capped no_buffer) is followed to ready
+        failed = st.run.run_id
+        assert session.refusal() is None
+        session.relaunch(sim_demo.sim_command(sim_demo.working_argv(port=demo.port), speed=20))
+        await until(lambda: st.run.run_id != failed and ("information", f"run {st.run.run_id}: ready") in rec.notes,
+                    120, "the relaunched run followed to ready")
+        new = st.run.run_id
+        assert st.status == "ready" and ("information", f"started run {new}") in rec.notes
+        assert not session.relaunching and st.log_run_id == new and st.phase is None  # the follow phase ended
     finally:
         await session.close()
         await other.close()
