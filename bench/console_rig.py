@@ -119,7 +119,7 @@ async def console(alias: str, home: Path, *, size=(120, 40), **settings):
     from mambaconsole.node.ssh import SSHNode
     from mambaconsole.ui.app import ConsoleApp
     from mambaconsole.session.feed import Feed
-    from mambaconsole.ui.settings import HostSettings
+    from mambaconsole.session.settings import HostSettings
 
     s = HostSettings(python=sys.executable, port=1, **settings)
     feed = Feed(SSHNode(alias), s, home=str(home), agent_python=sys.executable, adopt=False)

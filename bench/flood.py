@@ -31,7 +31,7 @@ from mambaconsole.sglang.events import LogParser  # noqa: E402
 from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed  # noqa: E402
 from mambaconsole.ui.app import ConsoleApp  # noqa: E402
 from mambaconsole.session.feed import Feed  # noqa: E402
-from mambaconsole.ui.settings import HostSettings  # noqa: E402
+from mambaconsole.session.settings import HostSettings  # noqa: E402
 
 RATE = 20_000
 FRAME = 0.05

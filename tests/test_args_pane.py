@@ -228,7 +228,7 @@ async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_o
     from mambaconsole.node.local import LocalNode
     from mambaconsole.state import RunInfo, RunsListed
     from mambaconsole.session.feed import Feed
-    from mambaconsole.ui.settings import HostSettings
+    from mambaconsole.session.settings import HostSettings
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -283,8 +283,8 @@ async def test_the_table_is_rebuilt_only_when_its_rows_change():
     same rows leave the table as it is (its row keys, its cursor); a changed row rebuilds it."""
     from mambaconsole.node.local import LocalNode
     from mambaconsole.state import RunInfo, RunsListed
-    from mambaconsole.ui.feed import Feed
-    from mambaconsole.ui.settings import HostSettings
+    from mambaconsole.session.feed import Feed
+    from mambaconsole.session.settings import HostSettings
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -20,7 +20,7 @@ from mambaconsole.sglang.events import READY_MESSAGE
 from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
 from mambaconsole.session.feed import Feed
 from mambaconsole.ui.header import status_text
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 LOGS = Path(__file__).parent / "data" / "logs"
 QNEXT = (LOGS / "real-0.5.23-qnext.log").read_bytes().splitlines(keepends=True)

@@ -12,7 +12,7 @@ from mambaconsole.state import RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.session.feed import Feed
 from mambaconsole.ui.header import StatusBar
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 

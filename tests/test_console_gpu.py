@@ -19,7 +19,7 @@ from fixtures.console import console_for, wait_until
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 

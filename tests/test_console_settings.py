@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mambaconsole.errors import ConsoleError
-from mambaconsole.ui import settings as cfg
+from mambaconsole.session import settings as cfg
 from mambaconsole.ui.themes import load_themes
 
 TOML = """

@@ -19,7 +19,7 @@ from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.ui.editor import EditorScreen
 from mambaconsole.session.feed import Feed
 from mambaconsole.node.local import LocalNode
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 DATA = Path(__file__).parent / "data" / "console"
 NOW = 1796040000.0  # frozen clock (Unix seconds)

@@ -24,7 +24,7 @@ from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.sglang.argv_diff import diff, diff_text, split_launch
 from mambaconsole.ui.editor import EditorScreen
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 

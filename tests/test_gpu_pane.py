@@ -18,7 +18,7 @@ from mambaconsole.sim.model import MiB, SimGPU
 from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
 from mambaconsole.session.feed import Feed
 from mambaconsole.ui.gpu_pane import gpu_renderable
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 LOG = Path(__file__).parent / "data" / "console" / "sim-ready.log"
 

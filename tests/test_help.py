@@ -18,7 +18,7 @@ from mambaconsole.ui.editor import EditorScreen
 from mambaconsole.session.feed import Feed
 from mambaconsole.ui.help import GENERIC, HelpScreen
 from mambaconsole.ui.log_pane import LogPane
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 
 def make_app(read_only: bool = False) -> ConsoleApp:

@@ -14,7 +14,7 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.state import RunInfo
 from mambaconsole.session.feed import Feed
 from mambaconsole.ui.history import COLUMNS, history_rows
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 LOG = CASES / "case-19" / "input.log"
 PEAK, BUDGET = COLUMNS.index("peak GPU"), COLUMNS.index("budget (log)")

@@ -18,7 +18,7 @@ from mambaconsole.ui import messages as M
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.session.feed import Feed
 from mambaconsole.session.intake import LogIntake
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 REAL = (Path(__file__).parent / "data" / "logs" / "real-0.5.23-qnext.log").read_text().splitlines()

@@ -12,7 +12,7 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.state import LogLine, LogLines, RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 

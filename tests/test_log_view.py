@@ -15,7 +15,7 @@ from mambaconsole.node.local import LocalNode
 from mambaconsole.state import LOG_KEEP, LogLine, LogLines, RunInfo, RunsListed, severities, severity
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 CASES = Path(__file__).parent / "data" / "cases"
 pytestmark = pytest.mark.timeout(120)

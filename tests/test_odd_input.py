@@ -20,7 +20,7 @@ from mambaconsole.bounded import JsonTooDeep, json_loads
 from mambaconsole.node.local import LocalNode
 from mambaconsole.state import ConsoleState
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 

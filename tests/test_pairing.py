@@ -295,7 +295,7 @@ async def test_two_consoles_relaunch_together_make_one_run(ssh_home, tmp_path, n
                          what="B following the new run")
         # B, pressing again for the run it saw, is told it was already replaced
         stale_view = next(r for r in b.state.runs if r.run_id == first.run_id)
-        from mambaconsole.ui import relaunch
+        from mambaconsole.session import relaunch
         with pytest.raises(Exception) as err:
             await relaunch.relaunch(b.feed, stale_view, list(first.argv), lambda *x: None)
         assert f"already replaced by run {new_id}" in str(err.value)

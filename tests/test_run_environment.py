@@ -14,9 +14,9 @@ import pytest
 from fixtures.sglang_venvs import MODELS, STUB, sglang_python
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
-from mambaconsole.ui import relaunch
+from mambaconsole.session import relaunch
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 

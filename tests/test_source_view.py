@@ -14,7 +14,7 @@ from fixtures.console import wait_until
 from mambaconsole.errors import ConsoleError
 from mambaconsole.node.local import LocalNode
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 from test_demo_console import demo_app
 
 pytestmark = pytest.mark.timeout(240)

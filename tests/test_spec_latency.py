@@ -19,7 +19,7 @@ from mambaconsole.sim import demo
 from mambaconsole.state import LogLine, LogLines, MetricsSnapshot, RunInfo, RunsListed
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.settings import HostSettings
+from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
 

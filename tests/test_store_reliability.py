@@ -393,7 +393,7 @@ async def test_the_console_names_a_server_it_did_not_adopt(node_home):
     from mambaconsole.state import ConsoleState
     from mambaconsole.session.feed import Feed
     from mambaconsole.ui.header import status_text
-    from mambaconsole.ui.settings import HostSettings
+    from mambaconsole.session.settings import HostSettings
 
     tag = uuid.uuid4().hex
     proc = _hand_server(tag)

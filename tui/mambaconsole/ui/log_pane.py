@@ -26,7 +26,7 @@ from mambaconsole.ui.log_view import ACCESS_MODES, LogView
 from mambaconsole.ui.redraw import update_static
 from mambaconsole.units import fmt_bytes
 
-#: the paths the console itself polls (ui/feed.py: /server_info or /get_server_info, /metrics)
+#: the paths the console itself polls (session/feed.py: /server_info or /get_server_info, /metrics)
 #: and health checks: their access lines are hidden in the default access mode ("hide"); other
 #: access lines of polls stay dimmed
 OWN_POLL_PATHS = frozenset({"/metrics", "/server_info", "/get_server_info", "/health", "/health_generate"})
