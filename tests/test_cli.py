@@ -84,3 +84,23 @@ def test_console_without_a_terminal_refuses(tmp_path):
     assert out.returncode == 1
     assert out.stderr.strip().splitlines() == [out.stderr.strip()]
     assert "needs a terminal" in out.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """`mambaconsole inspect LOG | head`: the reader closes the pipe; the command stops with
+    128 + SIGPIPE and no traceback nor "Exception ignored" on stderr (Python ignores SIGPIPE,
+    so the write raises BrokenPipeError, here or at the interpreter's last flush)."""
+    import os
+
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] Decode batch, #running-req: 1, #token: {i}, "
+                           f"token usage: 0.01, gen throughput (token/s): 10.00, #queue-req: 0\n"
+                           for i in range(2000)))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tui")}
+    p = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(log)], stdout=write,
+                       stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    os.close(write)
+    assert p.returncode == 141, p.stderr
+    assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr

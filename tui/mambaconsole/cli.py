@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -95,6 +96,21 @@ def _console_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``mambaconsole`` command: its exit status (2 for a usage error, 130 on ctrl+c, 141
+    when the reader of its output went away)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then ours to handle
+        return code
+    except BrokenPipeError:
+        # the reader went away (`mambaconsole inspect LOG | head`): stop quietly, as cat does;
+        # stdout goes to /dev/null so the interpreter's last flush cannot raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in COMMANDS:
