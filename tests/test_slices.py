@@ -464,3 +464,19 @@ def test_panes_read_selectors_not_private_fields():
         for path in sorted((PKG / sub).rglob("*.py")):
             found += [f"{path.relative_to(PKG)}:{r}" for r in private_reads(path.read_text(), names)]
     assert found == []
+
+
+def test_a_new_run_forgets_the_previous_runs_ranks():
+    """The ranks line under the header belongs to the run it was read for: when the node's
+    current run becomes another (a single-node relaunch), the previous group's fates go."""
+    from mambaconsole.sglang.multinode import RankView
+    from mambaconsole.state import ConsoleState, RanksRead, RunInfo, RunsListed
+
+    st = ConsoleState("node-a", clock=lambda: 1000.0)
+    st.apply(RunsListed((RunInfo("r1", log_path="/r1.log", state="running", pid=1),), "r1"))
+    st.apply(RanksRead("r1", "g1", (RankView(0, "node-a", "r1", "running", alive=True),
+                                    RankView(1, "node-b", "r9", "exited", exit_code=137, signal="SIGKILL"))))
+    assert st.slices.ranks.line and "rank 1 dead" in st.slices.ranks.line and st.slices.ranks.bad
+    st.apply(RunsListed((RunInfo("r1", log_path="/r1.log", state="exited", exit_code=0),
+                         RunInfo("r2", log_path="/r2.log", state="running", pid=2)), "r2"))
+    assert st.slices.ranks.line is None and st.slices.ranks.views == () and not st.slices.ranks.bad

@@ -156,11 +156,11 @@ class ConsoleState:
         slice_of.update(vars(self.slices))
         self._slice_of = slice_of
         self._link, self._runs, self._log, self._fold = link, runs, log, fold
-        self._gpu, self._spec, self._server, self._args = gpu, spec, server, args
+        self._gpu, self._spec, self._server, self._args, self._ranks = gpu, spec, server, args, ranks
 
     def _new_run(self) -> None:
         """The node's current run became another: every slice forgets what the previous run said."""
-        for sl in (self._fold, self._log, self._spec, self._gpu, self._args, self._server):
+        for sl in (self._fold, self._log, self._spec, self._gpu, self._args, self._server, self._ranks):
             sl.new_run()
 
     def _new_boot(self) -> None:

@@ -29,6 +29,11 @@ class RanksSlice:
         self.line: str | None = None
         self.bad = False
 
+    def new_run(self) -> None:
+        """The node's current run became another: the previous run's ranks are not this one's
+        (the watcher reads the new run's group, if any, on its next round)."""
+        self.__init__()
+
     def on_ranks(self, ev: RanksRead) -> set[str]:
         self.group_id, self.views = ev.group_id, tuple(ev.views)
         self.line = fates_line(self.views) if self.views else None
