@@ -83,3 +83,5 @@ async def test_the_oom_screen_names_the_allocation_and_its_flags(demo_home):
         assert (f"predicted before the load: out of memory allocating the Mamba pool: needs {float(tried):.1f} GiB, "
                 f"{float(free):.1f} free") in text, text
         assert "--max-mamba-cache-size " in text.split("predicted before the load:")[1]
+        # the demo's OOM is the simulator's sizing rule, and the pane says whose rule it is
+        assert "by the simulator's sizing rule" in text, text

@@ -191,6 +191,10 @@ def render(p: dict[str, Any]) -> str:
         ("predicted: " if p["fits"] else "predicted: ") + p["verdict"],
     ]
     lines += [f"note: {n}" for n in p["notes"]]
+    if p["advice"]:
+        # why change anything when it fits: the advice leaves SGLang's graph reserve free
+        lines.append("each alone leaves SGLang's default reserve for CUDA graphs free:" if p["fits"] and p.get("risk")
+                     else "each alone fits:" if not p["fits"] else "each alone also fits:")
     for a in p["advice"]:
         flags = " ".join(f"{k} {v}" for k, v in a["flags"].items())
         per = f" ({a['slots_per_request']} slots each)" if a["slots_per_request"] else ""

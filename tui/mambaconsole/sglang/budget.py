@@ -785,6 +785,9 @@ def plan_from_node(resolved: dict, facts: dict, *, gpu_memory_gib: float | None 
     accepted = {flag for flag, field in ADVICE_FLAGS.items() if field in fields}
     advice = [] if b.fits and b.risk is None else advise(fields, shape, node, rules, accepted)
     out = plan_json(b, advice, node)
+    # the simulated node's own sizing rule applied (:class:`Rules`, extra_buffer only): the
+    # verdict is the simulator's, which real SGLang's sizing need not share
+    out["simulator_rule"] = rules.tracking_slots_allocated and strategy_of(fields) == "extra_buffer"
     # what the resolver said of its own work (the planned device it presented, config quirks) first
     out["notes"][:0] = [m["message"] for m in resolved.get("messages") or [] if m.get("logger") == "mambaconsole.resolver"]
     device = fields.get("device")

@@ -566,6 +566,9 @@ class EditorScreen(ModalScreen[list[str] | None]):
                     warn = self.app.theme_variables.get("error" if not plan["fits"] else "success", "yellow")
                     t.append(("  ⚠ " if not plan["fits"] or plan.get("risk") else "  ") + one_line(plan) + "\n",
                              f"bold {warn}" if not plan["fits"] else "")
+                    if plan.get("simulator_rule"):
+                        t.append("    (the simulator's sizing rule: extra_buffer's tracking rows allocated on top;"
+                                 " real SGLang's sizing: mambaconsole plan)\n", "dim")
                 fields = res.get("fields") or {}
                 for warn in self.same_args_warnings + self._load_warnings(res):
                     t.append(f"  ⚠ {warn}\n", f"bold {self.app.theme_variables.get('warning', 'yellow')}")
