@@ -85,3 +85,13 @@ async def test_the_oom_screen_names_the_allocation_and_its_flags(demo_home):
         assert "--max-mamba-cache-size " in text.split("predicted before the load:")[1]
         # the demo's OOM is the simulator's sizing rule, and the pane says whose rule it is
         assert "by the simulator's sizing rule" in text, text
+        # the `live` filter on a run that is over: nothing differs, the sizing flags stay pinned
+        # and are counted apart from the filter's own rows
+        pane = app.args_pane
+        pane.mode = "live"
+        app.refresh_panes({"args"})
+        await pilot.pause(0.1)
+        pinned = [r.flag for r in app.state.rows if r.flag in SIZING and not r.disagrees]
+        note = shown(pane.query_one("#args-note"))
+        assert f"filter live · {sum(r.disagrees for r in app.state.rows)}/{len(app.state.rows)} fields" in note, note
+        assert f"+ {len(pinned)} pinned (sized the OOM)" in note, note

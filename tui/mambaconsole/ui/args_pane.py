@@ -52,6 +52,18 @@ def shown_counts(rows: list[ArgRow]) -> list[tuple[str, int]]:
     return out
 
 
+def passes(r: ArgRow, mode: str) -> bool:
+    """Whether filter ``mode`` shows row ``r`` (a row that differs from the live server passes
+    every filter)."""
+    if mode == "non-default":
+        return r.source != "default" or r.disagrees
+    if mode == "changed":
+        return r.source in ("derived", "overridden") or r.disagrees
+    if mode == "live":
+        return r.disagrees
+    return True
+
+
 def visible_rows(rows: list[ArgRow], mode: str, query: str, first: tuple[str, ...] = ()) -> list[ArgRow]:
     """Rows the pane shows for filter ``mode`` and search ``query`` (substring of flag or value):
     the flags in ``first`` (those that size the allocation an OOM failed on), in that order and
@@ -62,11 +74,7 @@ def visible_rows(rows: list[ArgRow], mode: str, query: str, first: tuple[str, ..
         if r.flag in first and not q:
             out.append(r)
             continue
-        if mode == "non-default" and r.source == "default" and not r.disagrees:
-            continue
-        if mode == "changed" and r.source not in ("derived", "overridden") and not r.disagrees:
-            continue
-        if mode == "live" and not r.disagrees:
+        if not passes(r, mode):
             continue
         if q and q not in r.flag.lower() and q not in _show(r.value).lower() and not (
                 r.disagrees and q in _show(r.live).lower()):
@@ -313,8 +321,14 @@ class ArgsPane(Vertical, can_focus=False):
         else:
             if site is not None:
                 note.append("first: what sized the OOM's allocation\n", f"bold {colors.get('error', 'red')}")
-            note.append(f"filter {self.mode} · {len(rows)}/{len(state.rows)} fields")
-            for i, (label, n) in enumerate(shown_counts(rows)):
+            # the OOM's sizing flags are pinned whatever the filter: counted apart, so the
+            # filter's own counts are of the rows it chose
+            pinned = [r for r in rows if r.flag in sizing and not passes(r, self.mode)]
+            chosen = [r for r in rows if not (r.flag in sizing and not passes(r, self.mode))]
+            note.append(f"filter {self.mode} · {len(chosen)}/{len(state.rows)} fields")
+            if pinned:
+                note.append(f" + {len(pinned)} pinned (sized the OOM)")
+            for i, (label, n) in enumerate(shown_counts(chosen)):
                 note.append(": " if i == 0 else ", ")
                 style = (source_style("overridden", colors) if n else "dim") if label == "overridden" else ""
                 note.append(f"{n} {label}", style)
