@@ -116,7 +116,8 @@ class Session:
         #: log lines received, not folded in yet (:meth:`fold_log`; the owner is told:
         #: :meth:`Listener.log_waiting`)
         self.intake = LogIntake()
-        #: run id -> what its log says (:meth:`Feed.run_summary`), for the history and the run picker
+        #: run id -> what its log says (:meth:`Feed.run_summary`), for the history, the run picker
+        #: and the editor's warnings
         self.summaries: dict[str, dict] = {}
         self.started = False
         self.closing = False
@@ -182,7 +183,8 @@ class Session:
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> None:
         """Start the feeds (in a running event loop): ``prepare`` first, then the link watch,
-        the node's facts, the runs listing and the GPU stream. The rest follows the current run."""
+        the runs listing, the GPU stream and the ranks watch; the node's facts once the log's
+        history is shown (:meth:`after_first_log`). The rest follows the current run."""
         if self.started or self.closing:
             return
         self.started = True
