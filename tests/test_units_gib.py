@@ -66,3 +66,10 @@ def test_report_memory_budget_in_gib():
     # the only "GB" after a number is the log's own words quoted in the outcome's error lines
     before_outcome = text.split("### Outcome")[0]
     assert not _GB_UNIT.search(before_outcome)
+
+
+def test_count_says_one_in_the_singular():
+    from mambaconsole.units import count
+
+    assert [count(n, "request") for n in (0, 1, 2, 4096)] == ["0 requests", "1 request", "2 requests", "4,096 requests"]
+    assert count(1, "batch", "batches") == "1 batch" and count(3, "batch", "batches") == "3 batches"

@@ -39,3 +39,8 @@ def fmt_bytes(n: int | float | None) -> str:
         if abs(n) < 1024 or unit == "GiB":
             return f"{n:.1f} {unit}"
     return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 request``, ``2 requests``, ``0 runs``; ``plural`` for a noun that is not noun + "s"."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

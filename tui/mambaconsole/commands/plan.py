@@ -11,6 +11,7 @@ import asyncio
 import json
 from typing import Any
 
+from mambaconsole.units import count
 from mambaconsole.errors import ConsoleError, UsageError
 from mambaconsole.sglang import budget as B
 
@@ -198,5 +199,5 @@ def render(p: dict[str, Any]) -> str:
     for a in p["advice"]:
         flags = " ".join(f"{k} {v}" for k, v in a["flags"].items())
         per = f" ({a['slots_per_request']} slots each)" if a["slots_per_request"] else ""
-        lines.append(f"  {flags} fits, {a['max_running_requests']} requests{per}")
+        lines.append(f"  {flags} fits, {count(a['max_running_requests'], 'request')}{per}")
     return "\n".join(lines)

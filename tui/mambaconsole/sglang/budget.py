@@ -72,6 +72,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from mambaconsole.units import count
 from mambaconsole.sglang.capacity import slots_per_request_rule
 from mambaconsole.sglang.load_errors import (MAMBA_CACHE_NONPOSITIVE, NO_REQUEST_FITS, NOT_ENOUGH_MEMORY,
                                            WEIGHTS_LEAVE_NO_KV)
@@ -390,7 +391,7 @@ class Budget:
         if self.fits:
             s = (f"fits: {self.kv_tokens:,} KV tokens"
                  + (f", {self.max_mamba_cache_size} Mamba slots" if self.max_mamba_cache_size is not None else "")
-                 + f", {self.max_running_requests} requests")
+                 + f", {count(self.max_running_requests, 'request')}")
             return s + (f" ({self.risk})" if self.risk else "")
         if self.error is None:
             lead = "out of memory"
@@ -654,7 +655,7 @@ class Advice:
         flags = " ".join(f"{k} {v}" for k, v in self.flags.items())
         per = f" ({self.slots_per_request} slots each)" if self.slots_per_request else ""
         fits = "fits only if graph capture takes little" if self.risk else "fits"
-        return f"{flags} {fits}, {self.max_running_requests} requests{per}"
+        return f"{flags} {fits}, {count(self.max_running_requests, 'request')}{per}"
 
 
 def _fits_clean(b: Budget) -> bool:
@@ -863,7 +864,7 @@ def one_line(p: Mapping[str, Any]) -> str:
         s += " (weights estimated from config.json)"
     for a in p.get("advice") or []:
         flags = " ".join(f"{k} {v}" for k, v in a["flags"].items())
-        s += f"; {flags} fits, {a['max_running_requests']} requests"
+        s += f"; {flags} fits, {count(a['max_running_requests'], 'request')}"
         break
     return s
 

@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from mambaconsole.units import count
 from mambaconsole.state import RunInfo, fmt_duration, state_label, status_word
 from mambaconsole.sglang.argv_diff import diff_text
 from mambaconsole.sglang.text import display_text
@@ -103,7 +104,7 @@ class HistoryScreen(Screen[str | None]):
         self.peaks = peaks if peaks is not None else {}
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("Run history", "bold"), f"  on {self.host}: {len(self.runs)} runs, newest first"),
+        yield Static(Text.assemble(("Run history", "bold"), f"  on {self.host}: {count(len(self.runs), 'run')}, newest first"),
                      id="hist-title")
         t = DataTable(cursor_type="row", id="hist-table")
         for c in COLUMNS:

@@ -20,6 +20,7 @@ from mambaconsole.sglang.capacity import Capacity, Sample, capacity
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.state import ConsoleState, fmt_duration
 from mambaconsole.ui.redraw import set_if_changed, steady_height, update_static
+from mambaconsole.units import count
 
 
 def _int(v) -> int | None:
@@ -112,7 +113,7 @@ def failure_text(state: ConsoleState, colors: dict[str, str]) -> Text:
         t.append("\nwhat fits, predicted:\n", "bold")
         for a in plan["advice"]:
             t.append("  " + " ".join(f"{k} {v}" for k, v in a["flags"].items())
-                     + f" fits, {a['max_running_requests']} requests\n", "dim")
+                     + f" fits, {count(a['max_running_requests'], 'request')}\n", "dim")
     return t
 
 
