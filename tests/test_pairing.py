@@ -18,7 +18,7 @@ from fixtures.screen import shown
 import pytest
 
 from fixtures.console import console_for, wait_until
-from fixtures.pairing import sshd_cut, sshd_restart
+from fixtures.pairing import UNTIL, sshd_cut, sshd_restart
 from mambaconsole.node import node_for
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
@@ -39,17 +39,6 @@ TICKER = textwrap.dedent("""
 
 # Prints "n 00001", "n 00002", ... one line every 10 ms until the file argv[1] exists, then
 # serves until SIGINT (exit 0).
-UNTIL = textwrap.dedent("""
-    import os, signal, sys, time
-    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
-    i = 0
-    while not os.path.exists(sys.argv[1]):
-        i += 1
-        print("n %05d" % i, flush=True)
-        time.sleep(0.01)
-    while True:
-        time.sleep(0.05)
-""")
 
 
 def _script(tmp_path, name, text):

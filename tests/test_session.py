@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import textwrap
 import time
 
 import pytest
 
-from fixtures.pairing import sshd_cut, sshd_restart
+from fixtures.pairing import UNTIL, sshd_cut, sshd_restart
 from mambaconsole.node import node_for
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.runs import RunStore
@@ -107,20 +106,6 @@ async def test_a_session_follows_the_simulated_run_to_its_oom_without_textual(de
     assert all(t.done() for t in session._tasks.values())
 
 
-#: a node-side writer: a numbered line every 10 ms until the file argv[1] exists
-COUNTER = textwrap.dedent("""
-    import os, signal, sys, time
-    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
-    i = 0
-    while not os.path.exists(sys.argv[1]):
-        i += 1
-        print("n %05d" % i, flush=True)
-        time.sleep(0.01)
-    while True:
-        time.sleep(0.05)
-""")
-
-
 async def test_a_session_over_ssh_refuses_to_act_while_cut_off_and_resumes_the_log_exactly(
         ssh_home, tmp_path, no_config):
     """The loopback sshd goes away (listener and sessions) while the node writes; the session
@@ -128,7 +113,7 @@ async def test_a_session_over_ssh_refuses_to_act_while_cut_off_and_resumes_the_l
     the node wrote, once and in order (read off the node's file itself)."""
     stop_file = tmp_path / "stop-writing"
     script = tmp_path / "counter.py"
-    script.write_text(COUNTER)
+    script.write_text(UNTIL)
     async with LocalNode() as local:
         run = await RunStore(local).start([sys.executable, str(script), str(stop_file)])
     session = Session(Feed(node_for("gpu-node"), HostSettings(python=sys.executable), adopt=False), poll_s=0.3)
