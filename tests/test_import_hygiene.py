@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "tui" / "mambaconsole"
-HEADLESS = ("commands", "session", "sglang", "node", "agent", "sim")
+HEADLESS = ("commands", "session", "sglang", "node", "agent", "sim", "slices")
 
 
 def _imports(path: Path, *, runtime: bool = False) -> list[str]:
@@ -43,10 +43,23 @@ def test_headless_layers_import_neither_ui_nor_textual(layer):
     assert bad == []
 
 
+def test_top_level_modules_import_neither_ui_nor_textual():
+    """The package's own modules (state, backoff, units, resolve, ...) are headless too; only
+    the CLI's wiring (``cli.py``, ``__main__.py``) reaches ``ui/``."""
+    bad = []
+    for path in sorted(PKG.glob("*.py")):
+        if path.name in ("cli.py", "__main__.py"):
+            continue
+        for name in _imports(path):
+            if name == "textual" or name.startswith(("textual.", "mambaconsole.ui")):
+                bad.append(f"{path.relative_to(PKG)}: {name}")
+    assert bad == []
+
+
 def test_headless_modules_load_without_textual():
     """Importing every headless module leaves Textual and ui/ unloaded."""
     mods = sorted(".".join(("mambaconsole",) + p.relative_to(PKG).with_suffix("").parts)
-                  for layer in ("commands", "session", "sglang", "node") for p in (PKG / layer).rglob("*.py")
+                  for layer in ("commands", "session", "sglang", "node", "slices") for p in (PKG / layer).rglob("*.py")
                   if p.name != "__main__.py")
     code = ("import importlib, sys\n"
             f"for m in {mods!r}: importlib.import_module(m.removesuffix('.__init__'))\n"
