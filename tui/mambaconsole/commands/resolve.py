@@ -115,7 +115,7 @@ def _print_table(result: dict, show_all: bool = False) -> None:
     from rich.text import Text
 
     console = Console()
-    head = f"SGLang {result['sglang_version']} ({result['python']}), {result['elapsed_s']:.2f} s"
+    head = f"SGLang {result['sglang_version']} ({result['python']}), resolved in {result['elapsed_s']:.2f} s"
     if result["usage_error"]:
         ue = result["usage_error"]
         console.print(Text(f"usage error: {ue['message']}", style="bold red"))
@@ -142,12 +142,16 @@ def _print_table(result: dict, show_all: bool = False) -> None:
     table.add_column("value", overflow="fold", max_width=22)
     table.add_column("source", no_wrap=True)
     table.add_column("changed by", overflow="fold", ratio=1, min_width=34)
-    hidden = 0
+    hidden = private = 0
     rows = []
     for name in names:
         f = fields[name]
         if f["source"] == "default" and not show_all:
             hidden += 1
+            continue
+        if name.startswith("_") and not show_all:
+            # SGLang's own bookkeeping (``_speculative_draft_quantization_explicitly_set``): no flag sets it
+            private += 1
             continue
         style = _SOURCE_STYLE[f["source"]]
         given = f"given {_short(f['given'], 30)}" if f["source"] in ("cli", "config", "overridden") or f["given"] is not None \
@@ -176,15 +180,16 @@ def _print_table(result: dict, show_all: bool = False) -> None:
         for name, f, value, style, changers in rows:
             line = Text(name, style="bold red" if f["source"] == "overridden" else "bold")
             line.append(" = ")
-            line.append(_short(f["value"]))
+            line.append(f["value"] if isinstance(f["value"], str) else json.dumps(f["value"]))  # whole: the line wraps
             line.append("  ")
             line.append(f["source"], style=style)
             line.append("  " + value.plain.split("\n", 1)[1], style="dim")
             console.print(line)
             for c in changers:
                 console.print(Text("    " + c.replace("\n  ", "  "), style="dim"))
-    if hidden:
-        console.print(Text(f"{hidden} fields at their defaults (--all lists them)", style="dim"))
+    if hidden or private:
+        what = [f"{hidden} at their defaults"] * bool(hidden) + [f"{private} private to SGLang (_name)"] * bool(private)
+        console.print(Text(f"not listed: {', '.join(what)} (--all lists them)", style="dim"))
     for m in result["messages"]:
         if m["level"] in ("WARNING", "ERROR", "CRITICAL"):
             loc = f" ({m['file']}:{m['line']})" if m["file"] else ""
