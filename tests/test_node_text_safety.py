@@ -81,3 +81,36 @@ def test_a_one_line_error_quoting_its_input_carries_no_escape(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(tmp_path / "x\x1b]0;t\x07\x1b[2J")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "\x1b" not in r.stderr and "\x07" not in r.stderr, repr(r.stderr)
+
+
+def test_a_shortened_message_says_so_and_keeps_whole_words():
+    from mambaconsole.sglang.text import shorten
+
+    msg = "CUDA out of memory. Tried to allocate 2.00 GiB. " * 20
+    out = shorten(msg, 300)
+    assert out.endswith("…") and len(out) <= 300
+    assert msg.startswith(out[:-1]) and msg[len(out) - 1] == " "  # cut where a word ended
+    assert shorten("short", 300) == "short"
+    assert shorten("x" * 500, 300) == "x" * 299 + "…"  # one long word: cut at the limit, said
+
+
+def test_inspect_shows_a_long_failure_message_whole(tmp_path):
+    """A torch OOM line of ~430 characters was cut at 300 in the middle of a word, no ellipsis."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    msg = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 95.08 GiB of which "
+           "1.27 GiB is free. Including non-PyTorch memory, this process has 93.27 GiB memory in use. Of the "
+           "allocated memory 92.83 GiB is allocated by PyTorch, and 5.54 MiB is reserved by PyTorch but "
+           "unallocated. If reserved but unallocated memory is large try setting "
+           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+    log = tmp_path / "server.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   '  File "/x/sglang/srt/model_executor/model_runner.py", line 10, in load_model\n'
+                   "    self.model = get_model()\n"
+                   f"torch.OutOfMemoryError: {msg}\n")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "mambaconsole", "inspect", str(log)], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(root / "tui"), "PATH": "/usr/bin:/bin"}, timeout=60).stdout
+    assert msg in out, out

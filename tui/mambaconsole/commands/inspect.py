@@ -51,7 +51,7 @@ from mambaconsole.sglang.inspect import (
     KINDS, details, detect_kind, inspect_log_lines, inspect_text, no_capacity_reason, per_rank_memory,
 )
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
-from mambaconsole.sglang.text import display_text
+from mambaconsole.sglang.text import display_text, shorten
 from mambaconsole.units import SGLANG_GB
 
 HELP = "what a server log, /metrics text, server-info JSON or GPU table says"
@@ -100,7 +100,7 @@ def _human(r: dict, extra: list[tuple[str, str]] = (), asked: int | None = None)
         lines.append(f"failure: phase {f['phase'] or 'unknown'}, {f['exception'] or 'exception not shown'}"
                      + (f" on {f['rank']}" if f["rank"] else ""))
         if f["message"]:
-            lines.append("  " + display_text(f["message"].splitlines()[0])[:300])
+            lines.append("  " + shorten(display_text(f["message"].splitlines()[0]), 600))
         if f.get("where"):
             lines.append("  raised at " + display_text(f["where"]))
         if f.get("oom"):

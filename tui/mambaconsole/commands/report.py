@@ -215,7 +215,7 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
     record."""
     from mambaconsole.sglang import events as E
     from mambaconsole.sglang.summary import summarize
-    from mambaconsole.sglang.text import display_text, shell_line
+    from mambaconsole.sglang.text import display_text, shell_line, shorten
 
     events = E.parse_text(log_text)
     s = summarize(events)
@@ -254,7 +254,7 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
         out.append("Every option given is used as given (per the log's `server_args=` dump).")
     if said:
         out += ["", "SGLang's own lines about changing settings:", ""]
-        msgs = list(dict.fromkeys(display_text(e.message)[:300] for e in said))  # ranks repeat them
+        msgs = list(dict.fromkeys(shorten(display_text(e.message), 300) for e in said))  # ranks repeat them
         out += [f"- `{m}`" for m in msgs[:20]]
     out.append("")
     mem = s.memory_gb()
@@ -271,7 +271,7 @@ def render(*, host: str, facts: dict, gpu: dict | None, run, prev, log_text: str
         out.append(f"- failure phase: {f.phase or 'unknown'}; exception: {f.exception or 'not shown'}"
                    + (f" on {f.rank}" if f.rank else ""))
         if f.message:
-            out.append(f"- message: {display_text(f.message.splitlines()[0])[:500]}")
+            out.append(f"- message: {shorten(display_text(f.message.splitlines()[0]), 500)}")
         err_text = f.event.text if f.event is not None else (f.message or "")
         lines = [display_text(x) for x in err_text.splitlines()][-ERROR_LINES:]
         if lines:

@@ -117,3 +117,13 @@ def envelope_seconds(text: str | None) -> float | None:
     if frac.startswith(".") and frac[1:].isdigit():
         return base + float("0" + frac)
     return base
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` whole when it has at most ``limit`` characters, else cut at the last space
+    before the limit (or at the limit, for one long word) with ``…`` said: a reader sees that
+    the rest is not shown."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[:cut if cut > limit // 2 else limit - 1].rstrip() + "…"
