@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from fixtures.screen import shown_lines
 import pytest
 
 from fixtures.console import console_for, wait_until
@@ -143,6 +144,10 @@ async def test_read_only_hides_every_key_that_changes_the_node(node_home, tmp_pa
                 await pilot.press(key)
                 await pilot.pause(0.1)
                 assert type(app.screen).__name__ == "Screen"
+            # said, not silently ignored: the header's badge, a notice for the key
+            assert "READ-ONLY" in shown_lines(app.bar)[0]
+            said = [n.message for n in app._notifications]
+            assert any("read-only console" in m and "e, R and S" in m for m in said), said
             titles = [c.title for c in app.get_system_commands(app.screen)]
             assert not any(t in ("Edit args", "Relaunch", "Stop") for t in titles)
 

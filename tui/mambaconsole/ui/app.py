@@ -429,6 +429,9 @@ class ConsoleApp(App[int]):
         focused): say where it works."""
         if self.screen is not self.main_screen or isinstance(self.focused, Input):
             return  # a dialog, or typed text (the log's and ServerArgs' search boxes)
+        if self.read_only and any(b.action in NODE_CHANGING and event.key in b.key.split(",") for b in self.BINDINGS):
+            self.notify("read-only console (--read-only): e, R and S, which change the node, are off", timeout=4)
+            return
         if event.key in _pane_only_keys() and event.key not in self.screen.active_bindings:
             self.action_elsewhere(event.key)
 

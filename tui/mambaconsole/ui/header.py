@@ -27,7 +27,8 @@ _STATE_STYLE = {
 }
 
 
-def status_text(state: ConsoleState, styles: dict[str, str], width: int | None = None) -> Text:
+def status_text(state: ConsoleState, styles: dict[str, str], width: int | None = None, *,
+                read_only: bool = False) -> Text:
     """The two header lines as Rich text. ``styles`` maps state words to Rich styles.
 
     ``width`` (cells): where the first line is wider, its less important parts give way whole
@@ -64,6 +65,8 @@ def status_text(state: ConsoleState, styles: dict[str, str], width: int | None =
         parts.append(Part(f" up {fmt_duration(up)} ", give_way=3))
     if s.last_data is not None:  # the server's own data (log lines, HTTP): ages once it stops
         parts.append(Part(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim", give_way=5))
+    if read_only:  # --read-only: the keys that change the node are off, said where it always shows
+        parts.append(Part(" READ-ONLY ", "bold reverse"))
     if s.simulated:
         parts.append(Part(" SIMULATED ", styles.get("simulated", "reverse")))
     t = parts_text(parts, width)
@@ -130,7 +133,8 @@ class StatusBar(Static):
             styles[word] = " ".join(parts)
         styles["simulated"] = f"bold reverse {v.get('warning', 'yellow')}"
         width = self.size.width
-        update_static(self, fit_lines(status_text(state, styles, width or None), width),
+        read_only = bool(getattr(self.app, "read_only", False))
+        update_static(self, fit_lines(status_text(state, styles, width or None, read_only=read_only), width),
                       lines=2)  # height: 2, whatever the text: never a layout
 
     def on_resize(self) -> None:
