@@ -10,11 +10,12 @@ import sys
 import pytest
 
 from mambaconsole.cli import main
+from conftest import SHARED
 from fixtures.sglang_cases import CASES
 
 KEYS = {"capacity", "kind", "sglang_version", "ranks", "boots", "outcome", "failure", "memory_gb", "mamba_slots",
         "concurrency", "last_decode", "spec", "server_args", "metrics", "gpus", "findings",
-        "multinode"}
+        "multinode", "model"}
 MEM_KEYS = {"weights", "kv_cache", "mamba_conv", "mamba_ssm", "mamba_intermediate", "mamba_total",
             "cuda_graph", "avail_after_load"}
 
@@ -307,3 +308,17 @@ def test_empty_or_foreign_text_is_a_clear_error_not_an_empty_log():
     # one enveloped SGLang line is enough (literal 0.5.x envelope, sglang-observables §1)
     one = inspect_text("noise\n[2026-04-23 07:32:12] Load weight begin. avail mem=94.56 GB\n")
     assert one["kind"] == "log"
+
+
+def test_the_model_is_the_target_loads_class_and_dtype(capsys):
+    """``Load weight end. ... type=X, dtype=torch.D``: the target model's class and weights dtype,
+    the draft model's load (an MTP class after it) never taken for it; a log whose lines print
+    no dtype (0.5.23) says it is not shown."""
+    r = inspect(capsys, "case-01")
+    assert r["model"] == {"architecture": "Qwen3NextForCausalLM", "dtype": "bfloat16"}
+    real = SHARED / "reference" / "cpu-sglang" / "real-0.5.23" / "qspec_server.log"
+    rc = main(["inspect", str(real), "--json"])
+    spec = json.loads(capsys.readouterr().out)
+    assert rc == 0 and spec["model"] == {"architecture": "Qwen3NextForCausalLM", "dtype": None}
+    rc = main(["inspect", str(real)])
+    assert "model: Qwen3NextForCausalLM, dtype not shown" in capsys.readouterr().out

@@ -88,6 +88,12 @@ def _human(r: dict, extra: list[tuple[str, str]] = (), asked: int | None = None)
     elif r["kind"] in ("log", "server_info"):
         lines.append("SGLang version: not shown in this input")
     if r["kind"] == "log":
+        m = r.get("model") or {}
+        if m.get("architecture") or m.get("dtype"):
+            lines.append(f"model: {m.get('architecture') or 'class not shown'}, "
+                         f"dtype {m.get('dtype') or 'not shown'} (its Load weight end line)")
+        else:
+            lines.append("model: not shown in this input (no Load weight end line)")
         lines.append(f"boots: {r['boots']}   ranks: {', '.join(r['ranks']) or '-'}")
     if r["kind"] in ("log", "server_info"):
         lines.append(f"outcome: {r['outcome']}")

@@ -36,7 +36,8 @@ KINDS = ("log", "metrics", "server_info", "gpu_table")
 
 def empty_result(kind: str) -> dict[str, Any]:
     return {
-        "kind": kind, "sglang_version": None, "ranks": [], "boots": 0, "outcome": "unknown",
+        "kind": kind, "sglang_version": None, "model": {"architecture": None, "dtype": None},
+        "ranks": [], "boots": 0, "outcome": "unknown",
         "failure": None,
         "memory_gb": {"weights": None, "kv_cache": None, "mamba_conv": None, "mamba_ssm": None,
                       "mamba_intermediate": None, "mamba_total": None, "cuda_graph": None,
@@ -204,6 +205,7 @@ def _log(s: LogSummary, prose: str | None, what_if_slots: int | None = None) -> 
     quoted messages become a finding)."""
     out = empty_result("log")
     out["sglang_version"] = s.version
+    out["model"] = s.model()
     out["ranks"] = s.ranks
     out["boots"] = len(s.boots) if any(b.n_events for b in s.boots) else 0
     out["outcome"] = s.outcome

@@ -135,8 +135,10 @@ class RankMemory:
     mamba_intermediate: float | None = None
     mamba_slots: int | None = None
     mamba_line_cut: bool = False
-    #: the target model's class as ``Load weight end`` printed it (``type=``)
+    #: the target model's class and weights dtype as ``Load weight end`` printed them
+    #: (``type=``, ``dtype=torch.X`` without ``torch.``)
     arch: str | None = None
+    dtype: str | None = None
     cuda_graph: float | None = None
     avail_after_load: float | None = None
     avail_after_pool: float | None = None
@@ -577,6 +579,7 @@ class RunFold:
             self.loaded_ranks.add(ev.rank)
             r = b.rank(ev.rank)
             r.arch = ev.arch  # type: ignore[attr-defined]
+            r.dtype = ev.dtype  # type: ignore[attr-defined]
             r.weights = ev.mem_usage_gb  # type: ignore[attr-defined]
             r.avail_after_load = ev.avail_gb  # type: ignore[attr-defined]
         elif t is E.KVCacheAllocated:

@@ -58,6 +58,15 @@ class LogSummary:
             return RankMemory(None).as_json()
         return p.as_json()
 
+    def model(self) -> dict[str, Any]:
+        """``{"architecture": "Qwen3NextForCausalLM", "dtype": "bfloat16"}`` from the last boot's
+        target ``Load weight end`` line (SGLang's ``model_runner.py``: ``type=``, ``dtype=``) of
+        the lowest rank that printed one; None where no such line shows it (the draft model's
+        load never counts)."""
+        ranks = [self.last.memory[k] for k in sorted(self.last.memory, key=rank_sort_key)]
+        r = next((m for m in ranks if m.arch is not None or m.dtype is not None), None)
+        return {"architecture": r.arch if r else None, "dtype": r.dtype if r else None}
+
     def mamba_slots(self) -> int | None:
         b = self.last
         p = b.primary
