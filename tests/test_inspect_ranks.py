@@ -18,6 +18,11 @@ def _table(capsys, case: str) -> dict[str, dict[str, str]]:
     for ln in out[start + 1:]:
         if not ln.startswith("  "):
             break
+        if ln.startswith("  no rank printed: "):  # a line no rank printed: "—" on every rank
+            for key in ln.split(": ", 1)[1].split(", "):
+                for cells in rows.values():
+                    cells[key] = "—"
+            continue
         rank, cells = ln[2:18].strip(), ln[18:].strip()
         rows[rank] = dict(c.split(" ", 1) for c in cells.split(", ") if not c.startswith("graph bs"))
     return rows

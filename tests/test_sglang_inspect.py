@@ -258,7 +258,8 @@ def test_case02_per_rank_view_never_copies_values(capsys):
     assert len(ranks["DP0 TP0 EP0"]["graph_batch_sizes"]) == 24
     assert main(["inspect", str(CASES / "case-02" / "input.log")]) == 0
     out = capsys.readouterr().out
-    assert "DP2 TP2 EP2      weights —, kv_cache —" in out
+    assert "DP2 TP2 EP2      kv_cache —, kv_tokens —" in out
+    assert "  no rank printed: weights, " in out  # no rank's weights line in the input: said once
 
 
 def test_version_named_in_the_log(capsys, tmp_path):

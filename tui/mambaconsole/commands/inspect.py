@@ -363,9 +363,17 @@ def run(args: argparse.Namespace) -> int:
     if result["kind"] == "log":
         ranks = per_rank_memory(src)
         if len(ranks) > 1:
+            sizes = {rank: m.pop("graph_batch_sizes") for rank, m in ranks.items()}
+            # only the lines some rank printed: a column no rank has is named once, not N times
+            keys = [k for k in next(iter(ranks.values())) if any(m[k] is not None for m in ranks.values())]
+            none = [k for k in next(iter(ranks.values())) if k not in keys]
+            if not keys and not any(sizes.values()):
+                return 0  # "memory: not shown in this input" said it
             print(f"memory per rank (GiB; {NOT_SEEN} = the rank printed no such line):")
             for rank, m in ranks.items():
-                bs = m.pop("graph_batch_sizes")
-                print(f"  {rank:<16} " + ", ".join(f"{k} {_cell(v)}" for k, v in m.items())
+                bs = sizes[rank]
+                print(f"  {rank:<16} " + ", ".join(f"{k} {_cell(m[k])}" for k in keys)
                       + (f", graph bs {len(bs)} sizes up to {max(bs)}" if bs else ""))
+            if none:
+                print(f"  no rank printed: {', '.join(none)}")
     return 0
