@@ -93,9 +93,8 @@ def failure_text(state: ConsoleState, colors: dict[str, str]) -> Text:
     if plan is not None:
         t.append("\npredicted before the load: ", "bold")
         t.append(plan["verdict"], err if not plan["fits"] else "")
-        if plan.get("simulator_rule"):
-            t.append("\nby the simulator's sizing rule (extra_buffer's tracking rows allocated on top); "
-                     "real SGLang's sizing: mambaconsole plan", "dim")
+        if plan.get("simulator_rule"):  # one line: the pane is short, the sizing flags follow
+            t.append(" (by the simulator's sizing rule)", "dim")
     t.append(f"\n{site.what}\nin {site.where}\n", "dim")
     t.append("sized by:\n", "bold")
     vals = dict(state.flag_values(site.flags))
