@@ -178,8 +178,10 @@ class Resolution:
 
 @dataclass(frozen=True)
 class Connection:
-    """The link to the node: ``up`` False from ``since`` on (Unix seconds); while down,
-    ``attempts`` failed reconnects so far and ``retry_at`` when the next starts (Unix seconds)."""
+    """The link to the node, as the node layer's supervisor (:mod:`mambaconsole.node.supervisor`)
+    reports it: ``up`` since ``since`` (Unix seconds, this machine's clock); while down,
+    ``detail`` says why (one line), ``attempts`` counts failed reconnects since it went down and
+    ``retry_at`` is when the next starts (Unix seconds; None while one is under way)."""
 
     up: bool
     since: float

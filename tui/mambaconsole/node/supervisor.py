@@ -34,26 +34,13 @@ from dataclasses import dataclass, field
 
 from mambaconsole.backoff import RECONNECT, Backoff
 from mambaconsole.errors import ConsoleError
+from mambaconsole.state_events import Connection
 from mambaconsole.units import fmt_duration
 from mambaconsole.node.agent import LogLine, agent_record_batches, log_lines
 from mambaconsole.node.base import Node, NodeError
 
 #: how often the watchdog looks at the connection while it is up, seconds
 CHECK_S = 0.5
-
-
-@dataclass(frozen=True)
-class LinkStatus:
-    """The link to the node. ``up`` since ``since`` (unix seconds, this machine's clock);
-    when down: ``detail`` says why (one line), ``attempts`` counts failed reconnects since it
-    went down and ``retry_at`` is when the next attempt starts (unix seconds, or None while one
-    is under way)."""
-
-    up: bool
-    since: float
-    detail: str = ""
-    attempts: int = 0
-    retry_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +75,7 @@ class Supervisor:
         self.backoff = backoff
         self.check_s = check_s
         self.clock = clock
-        self.status = LinkStatus(True, clock())
+        self.status = Connection(True, clock())
         self.reconnects = 0  # how many times the link came back
         self._watchers: set[asyncio.Queue] = set()
         self._task: asyncio.Task | None = None
@@ -102,7 +89,7 @@ class Supervisor:
     def up(self) -> bool:
         return self.status.up
 
-    def _set(self, status: LinkStatus) -> None:
+    def _set(self, status: Connection) -> None:
         self.status = status
         if status.up:
             self._up.set()
@@ -111,7 +98,7 @@ class Supervisor:
         for q in list(self._watchers):
             q.put_nowait(status)
 
-    async def watch(self) -> AsyncIterator[LinkStatus]:
+    async def watch(self) -> AsyncIterator[Connection]:
         """The current status, then every change, until the supervisor closes."""
         q: asyncio.Queue = asyncio.Queue()
         self._watchers.add(q)
@@ -138,7 +125,7 @@ class Supervisor:
 
     def _down(self, detail: str) -> None:
         if self.status.up:
-            self._set(LinkStatus(False, self.clock(), detail.splitlines()[0] if detail else "connection lost"))
+            self._set(Connection(False, self.clock(), detail.splitlines()[0] if detail else "connection lost"))
 
     # ----------------------------------------------------------------- lifecycle
     async def start(self) -> "Supervisor":
@@ -193,15 +180,15 @@ class Supervisor:
             ok, detail = False, f"{type(exc).__name__}: {exc}"
         if ok:
             self.reconnects += 1
-            self._set(LinkStatus(True, self.clock()))
+            self._set(Connection(True, self.clock()))
             return
         attempts = st.attempts + 1
         delay = self.backoff.delay(attempts)
-        self._set(LinkStatus(False, st.since, (detail or st.detail).splitlines()[0] if (detail or st.detail) else "",
+        self._set(Connection(False, st.since, (detail or st.detail).splitlines()[0] if (detail or st.detail) else "",
                              attempts, self.clock() + delay))
         self._wake.clear()
         await self._nap(delay)
-        self._set(LinkStatus(False, st.since, self.status.detail, attempts, None))
+        self._set(Connection(False, st.since, self.status.detail, attempts, None))
 
     async def _nap(self, seconds: float) -> None:
         """Sleep ``seconds`` or until woken by :meth:`check`. (asyncio.wait, not wait_for: on

@@ -244,7 +244,7 @@ class Session:
         link = self.feed.link
         await link.start()
         async for st in link.watch():
-            self._post(Connection(st.up, st.since, st.detail, st.attempts, st.retry_at))
+            self._post(st)  # the supervisor's Connection is the state's event
 
     async def _watch_ranks(self) -> None:
         """The current run's ranks on every node, every ``ranks_poll_s`` seconds (backing off
