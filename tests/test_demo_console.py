@@ -86,7 +86,7 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
         assert str(table.get_row_at(0)[0]) == new.run_id and str(table.get_row_at(1)[0]) == first.run_id
         from mambaconsole.ui.history import COLUMNS  # (a "budget (log)" column came before the diff)
 
-        assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change from previous run")])
+        assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change")])
         await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("OOM exit 137"), what="the first run's outcome")
         # the highlighted run in full under the table: the whole argv change, which the column cuts
         detail = lambda: shown(app.screen.query_one("#hist-detail"))  # noqa: E731

@@ -32,7 +32,7 @@ from mambaconsole.ui.footer import KeyFooter
 #: runs summarised from their logs at most (newest first)
 SUMMARISE = 30
 COLUMNS = ("run", "started", "outcome", "to ready", "peak GPU", "budget (log)", "accept len",
-           "argv change from previous run")
+           "argv change")  # from the previous run: the detail line under the table says so
 
 
 class Summarised(Message):
