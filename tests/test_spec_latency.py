@@ -68,6 +68,12 @@ async def test_feed_state_and_spec_pane_show_ttft_and_itl(sim_process, free_port
     second = await feed.metrics(free_port)
     assert first.latency.window_s is None and second.latency.window_s is not None
     assert L.TTFT in second.latency.exported and L.ITL in second.latency.exported
+    # another run on the same port starts its own window, counter reset or not: the newcomer
+    # read "TTFT ... (last 65 s)" on a relaunched server up 36 s
+    third = await feed.metrics(free_port, "r2")
+    assert third.latency.window_s is None
+    fourth = await feed.metrics(free_port, "r2")
+    assert fourth.latency.window_s is not None
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     lat = L.Latency(ttft_p50=0.35, ttft_p99=0.594, itl_p50=0.0175, itl_p99=0.04, window_s=60.0,

@@ -158,6 +158,7 @@ class Feed:
         self._closing_warm: set[asyncio.Future] = set()
         self._http = None  # httpx.AsyncClient, made on the first request
         self._latency = None  # sglang.latency.LatencyWindow over the /metrics polls
+        self._latency_run: str | None = None  # the run whose server those polls asked
         self._local_port: dict[int, int] = {}
         self._gpu_streams = 0  # gpu_stream iterators running now (the pane's)
         self._gpu_last: GpuSnapshot | None = None
@@ -389,10 +390,12 @@ class Feed:
         except (httpx.HTTPError, ValueError, UnicodeDecodeError) as exc:
             return ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200], t=self.clock())
 
-    async def metrics(self, port: int) -> MetricsSnapshot:
+    async def metrics(self, port: int, run_id: str | None = None) -> MetricsSnapshot:
         """``/metrics`` through :func:`mambaconsole.sglang.metrics.parse_metrics` (the rank-0
         series of each metric; NaN is "no data" and left out); a body longer than
-        METRICS_BYTES is an error, not read."""
+        METRICS_BYTES is an error, not read. ``run_id``: the run whose server answers; another
+        run starts a new TTFT/ITL window (a relaunched server whose counters never rose past
+        the previous one's shows no counter reset)."""
         import httpx
 
         from mambaconsole.sglang.metrics import COUNTERS, parse_metrics
@@ -405,10 +408,10 @@ class Feed:
                 return MetricsSnapshot({}, error=f"HTTP {status}", t=self.clock())
             snap = parse_metrics(body)
             values = {name: v for name in snap.samples if (v := snap.value(name)) is not None}
-            if self._latency is None:
+            if self._latency is None or run_id != self._latency_run:
                 from mambaconsole.sglang.latency import LatencyWindow
 
-                self._latency = LatencyWindow()
+                self._latency, self._latency_run = LatencyWindow(), run_id
             self._latency.add(self.clock(), snap)
             totals = {k: v for k, name in COUNTERS.items() if (v := snap.total(name)) is not None}
             return MetricsSnapshot(values, t=self.clock(), latency=self._latency.latency(), totals=totals)

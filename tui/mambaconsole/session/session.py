@@ -369,7 +369,7 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - a failing /server_info never stops /metrics
             self._post(ServerInfo(None, error=f"{type(exc).__name__}: {exc}"[:200]))
         try:
-            self._post(await self.feed.metrics(port), "http")
+            self._post(await self.feed.metrics(port, run.run_id if run is not None else None), "http")
         except Exception as exc:  # noqa: BLE001
             self._lost("http", exc)
 
