@@ -343,13 +343,12 @@ class ConsoleApp(App[int]):
         if not self._closing:
             msg.fn()
 
-    def action_page_back(self) -> None:
-        """The log pane's ``b``: the page before the first kept line, read from the node."""
+    def action_page_back(self) -> str | None:
+        """The log pane's ``b``: the page before the first kept line, read from the node;
+        returns the note when there is nothing to read (the pane says it in its status line)."""
         if not self.start_workers:
-            return
-        note = self.session.page_back()
-        if note:
-            self.notify(note, timeout=4)
+            return None
+        return self.session.page_back()
 
     @on(M.LogPending)
     def _log_pending(self, _msg: M.LogPending) -> None:

@@ -44,10 +44,14 @@ def fit_parts(parts: list[Part], width: int | None) -> list[Part]:
             if p.give_way is None or i in chosen]
 
 
-def parts_text(parts: list[Part], width: int | None = None) -> Text:
+def parts_text(parts: list[Part], width: int | None = None, more: str = "") -> Text:
     """:func:`fit_parts` as one Rich Text row (no wrap; an ellipsis only where even the
-    essential parts are wider than ``width``)."""
+    essential parts are wider than ``width``). ``more``: a mark put at the end (its room kept)
+    where a part gave way or took its short form, so that none leaves without a trace."""
+    shown = fit_parts(parts, width)
+    if more and width is not None and shown != list(parts):
+        shown = fit_parts(parts, max(0, width - cell_len(more))) + [Part(more, "dim")]
     t = Text(no_wrap=True, overflow="ellipsis")
-    for p in fit_parts(parts, width):
+    for p in shown:
         t.append(p.text, p.style)
     return t

@@ -108,6 +108,10 @@ class LogPane(Vertical):
         self._note = ""
         self._match_info: tuple[int, int] | None = None  # (match number, matches) of the search
         self._hidden = 0  # poll access lines left out by the "hide" access mode
+        #: ``(key, why)``: the line a jump put in view (``E``: "first error", ``n``/``N``: "",
+        #: the search part says it), held there (never following) until it leaves the view or End/G;
+        #: ``key`` is the view's line key (:meth:`LogView.key_of`), stable as lines leave the front
+        self._held: tuple[int, str] | None = None
         self._texts: dict[str, Text] = {}
 
     def compose(self) -> ComposeResult:
@@ -133,9 +137,21 @@ class LogPane(Vertical):
 
     @property
     def following(self) -> bool:
-        """At the end of the log, or about to be put there (``pin_end``: a new size pending)."""
+        """At the end of the log, or about to be put there (``pin_end``: a new size pending),
+        and no line held in view by a jump (``E``, ``n``/``N``: a first error near the end of a
+        short log is at the end too, yet the view is there for it)."""
         v = self.view
-        return v.pin_end or v.scroll_y >= v.max_scroll_y - 1
+        return self._held is None and (v.pin_end or v.scroll_y >= v.max_scroll_y - 1)
+
+    def _hold(self, idx: int, why: str) -> None:
+        """Hold line ``idx`` of the view in sight, for ``why``."""
+        self._held = (self.view.key_of(idx), why)
+
+    def _held_index(self) -> int | None:
+        """The held line's index in the view (the first kept line once it fell off), or None."""
+        if self._held is None or not len(self._shown):
+            return None
+        return min(max(0, self.view.index_of(self._held[0])), len(self._shown) - 1)
 
     def _colors(self) -> dict[str, str]:
         c = self.app.theme_variables
@@ -191,6 +207,7 @@ class LogPane(Vertical):
         self._generation = state.log_generation
         self._seen_total = state.log_total
         self._hidden = 0
+        self._held = None  # the lines were replaced: their keys name other lines now
         self.view.set_lines((ln for ln in state.log if self._keep(ln)), maxlen=state.log.maxlen)
         if follow:
             self.view.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -217,10 +234,14 @@ class LogPane(Vertical):
         self._status_key = (self.following, self._new)
 
     def _status_row(self, state: ConsoleState, width: int | None) -> Text:
-        """The status line within ``width`` cells: following / paused / new lines, feedback to a
-        key, the search and filter in force, wrap or no wrap, always whole; the line counts, the
-        skipped middle and the poll lines take short forms or give way first
-        (:func:`~mambaconsole.ui.fit.fit_parts`). Where the search and filter in force do not fit
+        """The status line within ``width`` cells. Always whole: where the view is (one true
+        thing: ``following``; ``at line 151/400: first error`` where a jump holds a line;
+        ``paused at line 151/400`` where scrolled up), the new lines, the answer to a key, the
+        search and filter in force, wrap or no wrap. The others give way, whole, in this order
+        (:func:`~mambaconsole.ui.fit.fit_parts`): ``(last N kept)``; ``b: earlier lines`` and the
+        poll lines dimmed/shown; the line count (short: ``400 ln``); the poll lines hidden (short:
+        ``9 polls hidden (a)``); the skipped middle (short: ``2 GiB skipped``); a ``…`` at the end
+        says some gave way. Where the search and filter in force do not fit
         beside the rest, they take a row of their own above it (``#log-active``; two rows, search and
         filter, where one is too narrow), their texts cut
         (``Decode b…``) only where a row is too narrow, their counts never (at 120x40 the pane
@@ -228,16 +249,24 @@ class LogPane(Vertical):
         c = self.app.theme_variables
         warn = c.get("warning", "yellow")
         parts: list[Part] = []
+        held = self._held_index()
+        n_shown = len(self._shown)
+        if held is not None:  # why: the first error; a search match says itself in the search part
+            why = f": {self._held[1]}" if self._held[1] else ""
+            parts.append(Part(f" at line {held + 1}/{n_shown}{why} ", f"bold reverse {warn}"))
+        elif self.following:
+            parts.append(Part(" following ", "dim"))
+        else:
+            top = self._top_line() + 1 if n_shown else 0
+            parts.append(Part(f" paused at line {top}/{n_shown} ", "dim"))
         if self._new:
             parts.append(Part(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
                               f"bold reverse {c.get('accent', 'magenta')}"))
-        else:
-            parts.append(Part(" following " if self.following else " paused ", "dim"))
         if self._note:  # feedback to a key just pressed: where it is seen, before the counts
             parts.append(Part(f" {self._note} ", f"bold reverse {warn}"))
         active_at = len(parts)
         kept = f" (last {len(state.log)} kept)" if state.log_dropped else ""
-        parts.append(Part(f" {state.log_total} lines", give_way=2))
+        parts.append(Part(f" {state.log_total} lines", give_way=2, short=f" {state.log_total} ln"))
         if kept:
             parts.append(Part(kept, "dim", give_way=0))
         if state.log_skipped is not None:
@@ -267,7 +296,7 @@ class LogPane(Vertical):
         if active_row is not None:
             update_static(box, active_row)  # one row, or two (search, filter): a layout then
         box.set_class(active_row is not None, "shown")
-        return parts_text(parts, width)
+        return parts_text(parts, width, more="…")
 
     def on_resize(self) -> None:
         if self._state is not None:
@@ -331,16 +360,28 @@ class LogPane(Vertical):
     def action_follow(self) -> None:
         self.view.scroll_end(animate=False)
         self._new = 0
+        self._held = None
+        self._note = ""
         if self._state:
             self._update_title(self._state)
 
     def on_log_view_scrolled(self, _ev: LogView.Scrolled) -> None:
-        """Scrolled up: "paused" at once; back at the end: "following", the new-line count gone."""
+        """Scrolled up: "paused" at once; back at the end: "following", the new-line count gone;
+        a held line (:attr:`_held`) scrolled out of view lets go."""
+        held = self._held_index()
+        if held is not None:
+            v = self.view
+            top, height = int(v.scroll_y), v.scrollable_content_region.height or v.size.height
+            first = v.row_of(held)
+            if height and (first + v.rows_of(held) <= top or first >= top + height):
+                self._held = None
+                self._note = ""
         following = self.following
         if following and self._new:
             self._new = 0
-        if self._state is not None and (following, self._new) != getattr(self, "_status_key", None):
-            self._update_title(self._state)
+        if self._state is not None and ((following, self._new) != getattr(self, "_status_key", None)
+                                        or not following):
+            self._update_title(self._state)  # paused: the line at the top is in the status
 
 
     def _open(self, which: str, value: str) -> None:
@@ -403,8 +444,12 @@ class LogPane(Vertical):
 
     def action_wrap(self) -> None:
         """``w``: wrap long lines (continuation rows marked) or one row per line, scrolled
-        sideways. Keeps the end in sight when following, else the line at the top."""
-        self.view.set_wrap(not self.view.wrap, follow=self.following)
+        sideways. Keeps the end in sight when following, else the held line (``E``, a search
+        match) or the line at the top, at the top of the view (where the end of a short log
+        lets it)."""
+        held = self._held_index()
+        self.view.set_wrap(not self.view.wrap, follow=self.following,
+                           top=None if held is None else self.view.key_of(held))
         if self._state:
             self._update_title(self._state)
 
@@ -470,6 +515,7 @@ class LogPane(Vertical):
         cur = self._match_at if self._match_at is not None else self._top_line() + 1
         nxt = next((i for i in m if i > cur), m[0])
         self._match_info = (m.index(nxt) + 1, len(m))
+        self._hold(nxt, "")
         self._jump(nxt, self.search_text)
 
     def action_prev_match(self) -> None:
@@ -480,6 +526,7 @@ class LogPane(Vertical):
         prv = next((i for i in reversed(m) if i < cur), m[-1])
         self._note = ""
         self._match_info = (m.index(prv) + 1, len(m))
+        self._hold(prv, "")
         self._jump(prv, self.search_text)
 
     def action_first_error(self) -> None:
@@ -491,7 +538,8 @@ class LogPane(Vertical):
             if idx is None:
                 self._note = "the first error is hidden by the filter"
             else:
-                self._note = "first error"
+                self._note = ""  # the status says it where it says where the view is
+                self._hold(idx, "first error")
                 self._jump(idx)
                 return
         if st:
@@ -499,8 +547,11 @@ class LogPane(Vertical):
 
     def action_page_back(self) -> None:
         """``b``: read the page of the log before the first kept line (into a skipped middle, or
-        lines the bounded buffer let go); the view stays where it was, the page above it."""
-        self.app.action_page_back()  # type: ignore[attr-defined]
+        lines the bounded buffer let go); the view stays where it was, the page above it. The
+        answer when there is nothing to read is said in the status line (a toast covered it)."""
+        self._note = self.app.action_page_back() or ""  # type: ignore[attr-defined]
+        if self._state:
+            self._update_title(self._state)
 
     def show_earlier(self, state: ConsoleState, end: int) -> None:
         """After a page read back came in place (:meth:`ConsoleState.page_back_range`): rebuild,

@@ -153,6 +153,10 @@ class LogView(ScrollView, can_focus=True):
         self._head = 0
         self._row0 = 0
         self._anchor: tuple[str, int, int] | None = None  # what to keep in sight across a resize
+        # (anchor, scroll_y) of the last wrap toggle: a toggle back with the view not moved
+        # since keeps that anchor (the end of a short log clamped it, so that "at the end"
+        # there was not a choice to follow)
+        self._toggled: tuple[tuple[str, int, int], float] | None = None
 
     # ------------------------------------------------------------------ content
     def clear(self) -> None:
@@ -274,17 +278,36 @@ class LogView(ScrollView, can_focus=True):
         self._recount()
         self._set_virtual()
 
-    def set_wrap(self, on: bool, *, follow: bool) -> None:
-        """Wrap long lines (``on``) or not; keeps the end in sight when ``follow``, else the
-        line at the top of the view."""
+    def key_of(self, index: int) -> int:
+        """A key for line ``index`` that stays its own as lines leave the front."""
+        return self._base + index
+
+    def index_of(self, key: int) -> int:
+        """The line index of :meth:`key_of`'s ``key`` (negative: it left the front)."""
+        return key - self._base
+
+    def set_wrap(self, on: bool, *, follow: bool, top: int | None = None) -> None:
+        """Wrap long lines (``on``) or not; keeps line ``top`` (:meth:`key_of`) at the top of
+        the view when given, else the end in sight when ``follow``, else the line at the top.
+        Toggled back without a scroll in between, the view returns to where it was (at the
+        end of a short log the first toggle's view was clamped to the end: that is no
+        choice to follow)."""
         if on == self.wrap:
             return
-        anchor = self._anchor_now(follow) if self.lines else None
+        if not self.lines:
+            anchor = None
+        elif self._toggled is not None and self._toggled[1] == self.scroll_y:
+            anchor = self._toggled[0]
+        elif top is not None:
+            anchor = ("line", top, 0)
+        else:
+            anchor = self._anchor_now(follow)
         self.wrap = on
         self.wrap_at(self.scrollable_content_region.width)
         if on:
             self.scroll_to(x=0, animate=False, immediate=True)
         self._keep_in_sight(anchor)
+        self._toggled = (anchor, self.scroll_y) if anchor is not None else None
         self.refresh()
 
     def reveal(self, index: int, query: str = "", context: int = 2) -> None:

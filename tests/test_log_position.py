@@ -1,0 +1,143 @@
+"""Where the log view is and what its status line says about it (a newcomer's faults): after
+``E``, ``w`` twice jumped to the end of a short log and the status then said ``following  first
+error``; the answer to ``b`` was a toast over the status line; a narrow pane's status dropped the
+line count and the poll lines without a trace. Expected rows come from the test's own lines
+(``drawn``/``rows_for`` of test_log_wrap, computed character by character)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.cells import cell_len
+
+from test_log_view import bare_app, started
+from test_log_wrap import decode, drawn, height_of, row_text, status, visible, width_of
+
+pytestmark = pytest.mark.timeout(120)
+
+ERROR = "[2026-11-30 12:00:00 TP0] Traceback (most recent call last): " + "x" * 100
+
+
+def short_log(n: int = 60, error_at: int = 50) -> list[str]:
+    """A log short enough that unwrapped it is under two screens: its error line, unwrapped,
+    cannot be put at the top of the view (the end clamps it)."""
+    texts = [decode(i) for i in range(n)]
+    texts[error_at] = ERROR
+    return texts
+
+
+async def test_E_then_w_twice_keeps_the_error_line_at_the_top_and_says_so():
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        texts = w.write(60, short_log())
+        await pilot.pause(0.05)
+        pane, view = app.log_pane, app.log_pane.view
+        view.focus()
+        await pilot.press("E")
+        await pilot.pause(0.05)
+        assert any(r.startswith(ERROR[:40]) for r in visible(view))
+        assert "at line 51/60: first error" in status(app) and "following" not in status(app)
+        await pilot.press("w")
+        await pilot.pause(0.05)
+        # unwrapped, 60 rows in a view ~30 tall: line 51 cannot be at the top; it is in view
+        assert not view.wrap and any(row_text(view, y).startswith(ERROR[:40]) for y in range(height_of(view)))
+        assert "at line 51/60: first error" in status(app) and "following" not in status(app)
+        await pilot.press("w")
+        await pilot.pause(0.05)
+        assert view.wrap and visible(view)[0] == drawn(texts[50], width_of(view))[0], visible(view)[:3]
+        assert "at line 51/60: first error" in status(app) and "following" not in status(app)
+        assert not pane.following
+        # new lines do not move it; End lets go and follows
+        w.write(3)
+        await pilot.pause(0.05)
+        assert visible(view)[0] == drawn(texts[50], width_of(view))[0]
+        assert "3 new lines" in status(app)
+        await pilot.press("end")
+        await pilot.pause(0.05)
+        assert pane.following and " following " in status(app) and "first error" not in status(app)
+
+
+async def test_a_paused_line_near_the_end_stays_at_the_top_across_w_twice():
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        texts = w.write(60, short_log())
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+        width = width_of(view)
+        view.focus()
+        view.scroll_to(y=sum(len(drawn(t, width)) for t in texts[:45]), animate=False, immediate=True)
+        await pilot.pause(0.05)
+        assert visible(view)[0] == drawn(texts[45], width)[0]
+        assert "paused at line 46/60" in status(app)
+        await pilot.press("w", "w")
+        await pilot.pause(0.05)
+        assert view.wrap and visible(view)[0] == drawn(texts[45], width)[0]
+        assert "paused at line 46/60" in status(app) and "following" not in status(app)
+
+
+async def test_scrolling_the_error_out_of_view_drops_first_error_from_the_status():
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        texts = [decode(i) for i in range(400)]
+        texts[150] = ERROR
+        w.write(400, texts)
+        await pilot.pause(0.05)
+        app.log_pane.view.focus()
+        await pilot.press("E")
+        await pilot.pause(0.05)
+        assert "first error" in status(app)
+        await pilot.press("home")
+        await pilot.pause(0.05)
+        assert "first error" not in status(app) and "paused at line 1/400" in status(app), status(app)
+
+
+async def test_the_answer_to_b_is_in_the_status_line_not_a_toast(monkeypatch):
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        w.write(30)
+        await pilot.pause(0.05)
+        monkeypatch.setattr(type(app), "start_workers", True, raising=False)
+        app.start_workers = True
+        monkeypatch.setattr(app.session, "page_back", lambda *a, **k: "the log's first line is shown")
+        app.log_pane.view.focus()
+        await pilot.press("b")
+        await pilot.pause(0.05)
+        assert "the log's first line is shown" in status(app)
+        assert not app._notifications, list(app._notifications)
+
+
+async def test_toasts_stay_clear_of_the_log_status_line():
+    """A toast's bottom edge is above the log pane's status line (it covered it)."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(app, pilot)
+        app.notify("something", timeout=30)
+        await pilot.pause(0.2)
+        from textual.widgets._toast import Toast
+        toast = app.query(Toast).first()
+        line = app.log_pane.query_one("#log-status").region
+        assert toast.region.bottom <= line.y or not toast.region.overlaps(line), (toast.region, line)
+
+
+@pytest.mark.parametrize("width", [36, 44, 52, 60, 70])
+async def test_a_narrow_status_line_keeps_the_essentials_and_marks_what_gave_way(width):
+    """The essentials whole; the others leave in the stated order (line count before the hidden
+    poll lines), and a ``…`` says some did."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        w.write(1234)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        text = pane._status_row(app.state, width).plain
+        assert cell_len(text) <= width
+        assert "following" in text and "wrap (w)" in text
+        full = pane._status_row(app.state, None).plain
+        assert "1234 lines" in full and "poll lines hidden (a)" in full
+        if text != full:
+            assert text.endswith("…"), text
+        if width == 52:  # room for one of the two: the hidden poll lines stay, the count goes
+            assert "0 poll lines hidden (a)" in text and "1234" not in text, text
