@@ -91,8 +91,10 @@ async def test_ctrl_s_saves_under_the_user_data_dir_and_says_where(tmp_path, mon
 
 
 async def test_spec_sparklines_say_their_scale():
-    """Each sparkline's label gives the range its bars span (lowest–highest value shown) and how
-    many batches, computed here from the decode lines fed in (0.5.11 format, sglang-observables §2)."""
+    """Each sparkline's label gives the range its bars span (lowest value beside the lowest
+    bar, highest beside a full one: not 0..full), how many batches and the time they cover,
+    computed here from the decode lines fed in 2 s apart on the console's clock (0.5.11 format,
+    sglang-observables §2); with 4 batches each chart is 4 columns, not stretched."""
     from mambaconsole.state import LogLine, LogLines
 
     lens, thrs = [2.10, 3.40, 1.80, 2.95], [410.5, 388.0, 512.25, 450.0]
@@ -101,16 +103,23 @@ async def test_spec_sparklines_say_their_scale():
              f"gen throughput (token/s): {t:.2f}, #queue-req: 0" for i, (a, t) in enumerate(zip(lens, thrs))]
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
+        now = [1000.0]
+        app.state.slices.fold.clock = lambda: now[0]
         app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
-        off, batch = 0, []
+        off = 0
         for text in lines:
-            batch.append(LogLine("r1", off, text))
+            app.state.apply(LogLines("r1", (LogLine("r1", off, text),)))
+            app.state.flush_log()
             off += len(text) + 1
-        app.state.apply(LogLines("r1", tuple(batch)))
-        app.state.flush_log()
+            now[0] += 2.0
         app.refresh_panes({"spec"})
         await pilot.pause(0.05)
         label = str(app.spec_pane.query_one("#len-label").render())
-        assert label == f"accept length  {min(lens):.2f}–{max(lens):.2f} over the last {len(lens)} batches"
+        assert label == f"accept length ▁{min(lens):.2f} █{max(lens):.2f} · {len(lens)} batches, 6 s"
         thr = str(app.spec_pane.query_one("#thr-label").render())
-        assert thr == f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}"
+        assert thr == f"gen throughput token/s ▁{min(thrs):.0f} █{max(thrs):.0f} · {len(thrs)} batches, 6 s"
+        for spark in ("#spark-len", "#spark-thr"):
+            w = app.spec_pane.query_one(spark)
+            assert w.size.width == len(lens), (spark, w.size)
+            drawn = [ch for seg in w.render_line(w.size.height - 1) for ch in seg.text]
+            assert len(drawn) == len(lens) and " " not in drawn

@@ -172,3 +172,32 @@ async def test_the_pane_is_repainted_only_when_what_it_shows_changed(tmp_path):
         pane.refresh_from(state)
         await pilot.pause()
         assert len(updates) == 2 and "weights 40.18" in shown(pane)
+
+
+async def test_used_history_says_its_scale_and_the_time_it_spans(tmp_path):
+    """The history line: one column per sample, bars from 0 to the highest sample shown (said in
+    GiB), and the time those samples span (samples x the stream's interval): a steady run's
+    line goes flat once the load rolls off, and only the span says how far back it reaches."""
+    path = tmp_path / "sim-gpu.json"
+    feed = Feed(LocalNode("gpu-node"), HostSettings(), simulated=True, sim_gpu_file=str(path))
+    state = ConsoleState("gpu-node")
+    used_gib = [10, 20, 40, 80, 60]
+    for u in used_gib:
+        write_atomic(path, gpu_state(SimGPU.parse("RTX PRO 6000 Blackwell,96"), used_bytes=u * 1024 * MiB,
+                                     utilization_pct=50, pid=4242, cmdline="python -m x"))
+        state.apply(await feed.gpu())
+    assert state.gpu_interval_s == 2.0
+    (hist,) = [ln for ln in raw_text(state) if ln.startswith("used ")]
+    label, spark = hist.rstrip().rsplit(" ", 1)
+    assert label == "used 0–80.0 GiB, last 10 s"  # 5 samples 2 s apart; the highest is 80 GiB
+    assert len(spark) == len(used_gib) and spark[3] == "█"
+    # a long history: the columns the line holds, and the span of just those
+    for u in range(125):
+        write_atomic(path, gpu_state(SimGPU.parse("RTX PRO 6000 Blackwell,96"), used_bytes=(30 + u % 7) * 1024 * MiB,
+                                     utilization_pct=50, pid=4242, cmdline="python -m x"))
+        state.apply(await feed.gpu())
+    (hist,) = [ln for ln in raw_text(state, 90) if ln.startswith("used ")]
+    label, spark = hist.rstrip().rsplit(" ", 1)
+    m = re.fullmatch(r"used 0–36\.0 GiB, last (\d+) min (\d+) s", label)
+    assert m, label
+    assert int(m[1]) * 60 + int(m[2]) == len(spark) * 2 and len(hist.rstrip()) <= 90

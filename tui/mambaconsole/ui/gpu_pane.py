@@ -38,6 +38,7 @@ def gpu_memory(used_mib: float, total_mib: float) -> tuple[float, float, float |
 
 
 def sparkline(values, width: int) -> str:
+    """The last ``width`` values, one column each, from 0 (``▁``) to the highest of them (``█``)."""
     vals = list(values)[-width:]
     if not vals:
         return ""
@@ -108,7 +109,7 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         out.add_row(bar)
         hist = state.gpu_history.get(g.index)
         if hist:
-            out.add_row(Text("used " + sparkline(hist, bar_w), style=colors.get("primary", "blue")))
+            out.add_row(history_row(list(hist), state.gpu_interval_s, width, colors))
     if state.budget_gb:
         out.add_row(_legend(state, colors, width))
     _add_oom_row(out, state, colors)
@@ -124,6 +125,24 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
     elif snap.gpus:
         out.add_row(Text("no process holds GPU memory", style="dim"))
     return out
+
+
+def history_row(hist_mib: list[float], interval_s: float, width: int, colors: dict[str, str]) -> Text:
+    """``used 0–88.5 GiB, last 2 min ▁▂▅█████``: the used-memory history of one GPU, one column
+    per sample (MiB in, GiB said), its scale (bars from 0 to the highest sample shown) and the
+    time the shown samples span (samples × ``interval_s``, the GPU stream's interval: once a
+    run's memory is steady the line is flat, and the span says how far back it reaches)."""
+    def label(n: int) -> str:
+        hi = max(hist_mib[-n:]) / MIB_PER_GIB
+        return f"used 0–{hi:.1f} GiB, last {fmt_duration(n * interval_s)} "
+
+    n = min(len(hist_mib), width)
+    while n > 1 and n + len(label(n)) > width:  # the label's length depends on the samples it covers
+        n -= 1
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(label(n), "dim")
+    t.append(sparkline(hist_mib, n), colors.get("primary", "blue"))
+    return t
 
 
 def _add_oom_row(out: Table, state: ConsoleState, colors: dict[str, str]) -> None:

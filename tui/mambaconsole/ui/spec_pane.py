@@ -132,6 +132,24 @@ def middle_text(state: ConsoleState) -> str:
     return f"(batches of the log's head and tail: {fmt_bytes(b - a)} of its middle not read{counters})\n"
 
 
+#: Textual's Sparkline draws the lowest value shown as its lowest bar and the highest as a full one
+LOW_BAR, HIGH_BAR = "▁", "█"
+
+
+def scale_label(name: str, values: list[float], fmt: str, span_s: float | None) -> str:
+    """A sparkline's scale and span: ``accept length ▁2.72 █3.55 · 34 batches, 1 min 10 s``.
+    The bars run from the lowest value shown (its lowest bar, ``▁``) to the highest (a full one,
+    ``█``), not from 0: the two numbers beside their bars say so. ``fmt``: the values' format
+    (``.2f``); ``span_s``: seconds from the first batch shown to the last (the lines' own
+    timestamps; None: unknown)."""
+    if not values:
+        return name
+    n = len(values)
+    span = f", {fmt_duration(span_s)}" if span_s is not None and n > 1 else ""
+    return (f"{name} {LOW_BAR}{min(values):{fmt}} {HIGH_BAR}{max(values):{fmt}}"
+            f" · {n} batch{'' if n == 1 else 'es'}{span}")
+
+
 def rate_meaning(version: str | None) -> str:
     """How the version's log defines accept rate (sglang-observables §2.4), for display."""
     m = accept_rate_meaning(version)
@@ -160,9 +178,12 @@ class SpecPane(Vertical, can_focus=True):
         stats = Text()
         live = state.live
         seen = state.batch_t if state.batch_t is not None else state.metrics_t
-        pts = state.spec.tail(200)  # the sparklines' points (SPEC_KEEP are kept)
         spark_len = self.query_one("#spark-len", Sparkline)
         spark_thr = self.query_one("#spark-thr", Sparkline)
+        # one column per batch: as many of the last batches as the columns hold (a sparkline
+        # given fewer stretched 2 batches over the whole width, as two blocks)
+        cols = max(1, self.content_size.width - spark_len.styles.margin.width) if self.content_size.width else 200
+        pts = state.spec.tail(cols)  # the sparklines' points (SPEC_KEEP are kept)
         show = bool(pts)
         for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
             set_if_changed(w, "display", show)
@@ -201,15 +222,20 @@ class SpecPane(Vertical, can_focus=True):
                 stats.append("\n ⚠ COLLAPSE: accept length ≈ 1.00, drafts all rejected ",
                              f"bold reverse {c.get('error', 'red')}")
             lens = [p.accept_len for p in pts]
-            thrs = [p.throughput for p in pts if p.throughput is not None]
-            set_if_changed(spark_len, "data", lens)
-            set_if_changed(spark_thr, "data", thrs)
+            thr_pts = [p for p in pts if p.throughput is not None]
+            thrs = [p.throughput for p in thr_pts]
+            for spark, data in ((spark_len, lens), (spark_thr, thrs)):
+                set_if_changed(spark, "data", data)
+                # left-aligned, one column per batch, until the batches fill the width
+                width = len(data) if len(data) < cols else None
+                if getattr(spark, "_mc_width", 0) != width:  # a layout only when it changes
+                    spark._mc_width = spark.styles.width = width
             # the sparklines' scale: each bar is one decode batch, from the lowest to the highest value shown
             update_static(self.query_one("#len-label", Static),
-                          f"accept length  {min(lens):.2f}–{max(lens):.2f} over the last {len(lens)} batches", lines=1)
+                          scale_label("accept length", lens, ".2f", pts[-1].t - pts[0].t), lines=1)
             update_static(self.query_one("#thr-label", Static),
-                          f"gen throughput (token/s)  {min(thrs):.0f}–{max(thrs):.0f}" if thrs
-                          else "gen throughput (token/s)", lines=1)
+                          scale_label("gen throughput token/s", thrs, ".0f",
+                                      thr_pts[-1].t - thr_pts[0].t if thr_pts else None), lines=1)
         lat = state.latency.text() if live and state.latency is not None else ""
         if lat:
             stats.append(("\n" if stats else "") + lat)
