@@ -289,7 +289,11 @@ def test_console_state_and_pane_text_from_case15_log():
     st.flush_log()
     c = capacity_of(st)
     assert (c.pool_slots, c.cap, c.reserved) == (40, 8, 5) and abs(c.held.per_request - 4.0) <= 0.01
-    text = load_text(st, c).splitlines()
+    text = load_text(st, c, 54).splitlines()  # the pane's width at 120x40
     assert text[0] == "running 8  queued 3 (admission cap)"
-    assert text[2] == "slots held 4.0/req · reserved 5/req · cap 8: 8/40 idle"
-    assert all(len(t) <= 54 for t in text)  # the pane's width at 120x40
+    # a sentence, not "slots held 4.0/req · reserved 5/req · cap 8: 8/40 idle" (expected.md 1-4:
+    # 4 held, 5 reserved, cap 8, 8 of the 40 slots idle), split at its ";" to fit
+    assert text[2:] == ["Mamba slots per request: 4.0 held, 5 reserved;", "cap 8 requests: 8 of 40 slots idle"]
+    assert all(len(t) <= 54 for t in text)
+    wide = load_text(st, c, 100).splitlines()
+    assert wide[2:] == ["Mamba slots per request: 4.0 held, 5 reserved; cap 8 requests: 8 of 40 slots idle"]

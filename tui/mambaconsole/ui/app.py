@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -93,6 +94,11 @@ PALETTE = (
     ("ServerArgs: search", "/ in the ServerArgs pane", "args.search"),
     ("ServerArgs: SGLang source of the selected row", "v in the ServerArgs pane", "args.view_source"),
 )
+
+
+#: a pane title's first word -> its word in the compact pane switcher (the short forms that fit
+#: 80 columns); other titles' first words are used as they are
+SWITCH_WORDS = {"speculative": "spec", "serverargs": "args"}
 
 
 def screenshot_folder() -> Path:
@@ -304,9 +310,23 @@ class ConsoleApp(App[int]):
             pane = self.main_screen.query_one(f"#{name}")
             shown = not self.compact or name == self._compact_pane
             pane.display = shown
-            pane.border_subtitle = "1 gpu · 2 spec · 3 args · 4 log" if self.compact and shown else ""
+            pane.border_subtitle = self.pane_switcher() if self.compact and shown else ""
         if self.compact:
             self.refresh_panes({self._compact_pane})
+
+    def pane_switcher(self) -> str:
+        """``1 gpu · 2 failure · 3 args · 4 log``: each pane key with the first word of its
+        pane's current title (the spec pane's turns ``Failure (no decode batch)``), lower case;
+        ``GPU memory`` is ``gpu``, ``Speculative decoding`` ``spec``, ``ServerArgs`` ``args``
+        (:data:`SWITCH_WORDS`: the words the compact subtitle had to fit 80 columns)."""
+        words = []
+        for b in Binding.make_bindings(self.BINDINGS):
+            m = re.match(r"^focus_pane\('(\w+)'\)$", b.action)
+            if m:
+                title = str(self.main_screen.query_one(f"#{m.group(1)}").border_title or m.group(1))
+                first = re.sub(r"\s*\[\d+\]$", "", title).split()[0].lower() if title.strip() else m.group(1)
+                words.append(f"{b.key} {SWITCH_WORDS.get(first, first)}")
+        return " · ".join(words)
 
     def _tick(self) -> None:
         """Once a second: the header's clocks, the GPU reading's age once it is stale (and the
@@ -329,6 +349,10 @@ class ConsoleApp(App[int]):
                     pane.refresh_from(self.state)
                 except NoMatches:  # the pane's children are not mounted yet: the next event redraws it
                     pass
+        if "spec" in changed and self.compact:  # its title may have changed: the switcher names it
+            shown = self.main_screen.query_one(f"#{self._compact_pane}")
+            if shown.border_subtitle != (words := self.pane_switcher()):
+                shown.border_subtitle = words
 
     def watch_theme(self, theme: str) -> None:
         """A theme chosen once running (``t``, the palette) is redrawn and remembered."""
@@ -727,7 +751,8 @@ class ConsoleApp(App[int]):
         for title, help_text, action in PALETTE:
             if self.read_only and action in NODE_CHANGING:
                 continue
-            yield SystemCommand(title, help_text, lambda a=action: self._palette_run(a))
+            # the key first, said as one ("h" alone read as a stray letter)
+            yield SystemCommand(title, f"key {help_text}", lambda a=action: self._palette_run(a))
 
     def _palette_run(self, action: str) -> None:
         pane, _, name = action.rpartition(".")

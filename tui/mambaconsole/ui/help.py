@@ -27,8 +27,6 @@ from textual.widgets import Input, Static, TextArea
 Groups = list[tuple[str, list[tuple[str, str]]]]
 
 GENERIC = "scrolling and cursor (any pane)"
-#: the panes' order in the map (others follow in screen order)
-PANE_ORDER = ("gpu", "args", "log", "spec")
 #: the generic actions, folded into one row per family: action pattern → row text
 _FAMILIES = (
     (r"^(scroll|cursor)_(up|down)$", "scroll / move one line"),
@@ -75,9 +73,12 @@ def key_groups(app: App, extra_screens: Iterable[tuple[str, type]] = ()) -> Grou
     editor), then the generic scroll/cursor keys of Textual's widgets in the panes."""
     groups: Groups = []
     screen = app.screen_stack[0] if app.screen_stack else app.screen
-    order = {pid: n for n, pid in enumerate(PANE_ORDER)}
+    # the panes in the order of the keys that focus them (1 gpu, 2 spec, ...; others follow in
+    # screen order)
+    order = {m.group(1): b.key for klass, b in _declared([type(app)])
+             if (m := re.match(r"^focus_pane\(['\"]([\w-]+)['\"]\)$", b.action))}
     panes = [p for _, p in sorted(enumerate(screen.query(".pane")),
-                                  key=lambda ip: (order.get(ip[1].id or "", len(order)), ip[0]))]
+                                  key=lambda ip: (order.get(ip[1].id or "", "\uffff"), ip[0]))]
     # the app's own keys; one whose action names a pane (focus_pane('gpu')) goes to that pane
     for_pane: dict[str, list[Binding]] = {}
     global_keys = []

@@ -46,13 +46,37 @@ def capacity_of(state: ConsoleState) -> Capacity | None:
                     stated_slots_per_request=state.mamba_slots_per_request, args=args, samples=samples)
 
 
-def load_text(state: ConsoleState, cap: Capacity | None = None) -> str:
+def slots_text(cap: Capacity, width: int | None = None) -> str:
+    """The Mamba slots a request holds against what the cap reserves, as a sentence:
+    ``Mamba slots per request: 4.0 held, 5 reserved; cap 8 requests: 8 of 40 slots idle``
+    (:class:`~mambaconsole.sglang.capacity.Capacity`: held is measured from the decode lines,
+    ``±`` its spread; reserved is SGLang's stated or the pool / cap), known parts only; on two
+    lines at the ``;`` where one is wider than ``width`` cells. "" when nothing is known."""
+    per = []
+    if cap.held is not None:
+        tol = f"±{cap.held.tolerance:.1f}" if cap.held.tolerance >= 0.05 else ""
+        per.append(f"{cap.held.per_request:.1f}{tol} held")
+    if cap.reserved is not None:
+        per.append(f"{cap.reserved} reserved")
+    clauses = [f"Mamba slots per request: {', '.join(per)}"] if per else []
+    idle = cap.idle_at_cap
+    if idle is not None:
+        clauses.append(f"cap {count(cap.cap, 'request')}: {max(idle, 0):.0f} of {cap.pool_slots} slots idle")
+    elif cap.pool_slots is not None:
+        clauses.append(f"a pool of {cap.pool_slots} Mamba slots")
+    one = "; ".join(clauses)
+    if width is None or cell_len(one) <= width or len(clauses) < 2:
+        return one
+    return ";\n".join(clauses)
+
+
+def load_text(state: ConsoleState, cap: Capacity | None = None, width: int | None = None) -> str:
     """``running N  queued N`` and, on a second line, ``<usage>``: the last decode batch line's numbers, each labelled with
     the field SGLang printed (``token usage`` of a plain pool; ``full token usage`` and
     ``mamba usage`` of a hybrid one: sglang.events.DecodeBatch); before any decode line, the
     ``/metrics`` gauges of the same names. "" when neither is known. With ``cap`` (a hybrid
-    Mamba run): ``queued N (admission cap)`` names why requests queue, and a third line
-    ``slots held 4.0/req · reserved 5/req · cap 8: 8/40 idle``."""
+    Mamba run): ``queued N (admission cap)`` names why requests queue, and :func:`slots_text`
+    (fitted to ``width`` cells)."""
     b = state.last_batch
     if b is not None:
         vals = (("running", b.running), ("queued", b.queue),
@@ -71,7 +95,7 @@ def load_text(state: ConsoleState, cap: Capacity | None = None) -> str:
     if cap is not None and b is not None:
         if reqs and cap.verdict:
             reqs += f" ({cap.verdict})"
-        slots = "slots " + cap.line() if cap.line() else ""
+        slots = slots_text(cap, width)
     return "\n".join(p for p in (reqs, usage, slots) if p)
 
 
@@ -174,6 +198,7 @@ class SpecPane(Vertical, can_focus=True):
         """Live run: the numbers as current. A run that is over (dead, exited, OOM, crashed,
         stopped) or unreachable: the same numbers dimmed under ``last seen N s ago``, throughput
         as the last batch's, no running/queued (they are not current)."""
+        self._state = state
         c = self.app.theme_variables
         stats = Text()
         live = state.live
@@ -239,7 +264,7 @@ class SpecPane(Vertical, can_focus=True):
         lat = state.latency.text() if live and state.latency is not None else ""
         if lat:
             stats.append(("\n" if stats else "") + lat)
-        load = load_text(state, capacity_of(state)) if live else ""
+        load = load_text(state, capacity_of(state), self.query_one("#spec-stats").size.width or None) if live else ""
         if load:
             stats.append("\n" + load, "dim")
         if not live and stats and pts:
@@ -252,12 +277,22 @@ class SpecPane(Vertical, can_focus=True):
         # wider than the box), not for every decode batch (a flood of them is 20 frames/s)
         # the rows the text takes, wrapped at the box's width: a layout only when that changes
         rows = stats.plain.split("\n")
-        w = max(1, box.size.width)
-        shape = sum(max(1, -(-cell_len(r) // w)) for r in rows)
+        w = box.size.width  # 0: not laid out yet; one row a line then (at width 1 every
+        # character was a row, and the box kept that height for SHRINK_AFTER_S, the charts below
+        # pushed out of the pane)
+        shape = sum(max(1, -(-cell_len(r) // w)) for r in rows) if w > 0 else len(rows)
         stats, layout = steady_height(box, stats, shape, time.monotonic())
         if stats != getattr(self, "_shown", None):  # the same text again: no repaint at all
             box.update(stats, layout=layout)
             self._shown = stats
+
+
+    _state: ConsoleState | None = None
+
+    def on_resize(self, _ev) -> None:
+        """The slots sentence and the charts' columns are fitted to the width: again at a new one."""
+        if self._state is not None:
+            self.refresh_from(self._state)
 
 
 def _rich_color(value: str | None, fallback: str) -> str:
