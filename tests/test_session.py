@@ -157,11 +157,15 @@ class FakeRuns:
             raise OSError("node unreachable")
         return RunsListed(runs=(RunInfo("r1", argv=("x",), state="exited"),), current="r1")
 
+    async def first_look(self):
+        """The session's first listing (with no log agent: the run has ended)."""
+        return await self(), None
+
 
 async def _poll_times(fail: bool, polls: int) -> list[float]:
     feed = Feed(LocalNode("t"), HostSettings(python="python3"), adopt=False)
     runs = FakeRuns(fail)
-    feed.runs = runs
+    feed.runs, feed.first_look = runs, runs.first_look
 
     async def no_facts():
         raise OSError("not asked here")

@@ -34,7 +34,7 @@ Ops and their results:
     and no server of the store may be live (running, starting, adopted and alive): else an
     error naming the live run; nothing is started. Without tmux on the node nothing is
     recorded (no run folder is left behind).
-``list`` {adopt: false | true | "session", session, patterns: [[str, ...], ...], others: bool}
+``list`` {adopt: false | true | "session", session, patterns: [[str, ...], ...], others: bool, current: bool}
     -> [run record, ...] oldest first; with ``adopt`` a server process not started by us whose
     argv contains one of the token sequences (default ``-m sglang.launch_server``, ``sglang
     serve``, ``-m mambaconsole.sim``) and that runs as this user (real uid) is recorded as an
@@ -43,7 +43,9 @@ Ops and their results:
     one the user named for this host); ``false`` adopts nothing. Another user's server is never
     adopted (so never stopped); with ``others`` the result is ``{"runs": [...], "others":
     [{"pid", "uid", "user", "argv", "started"}, ...], "not_adopted": [... same, plus
-    "tmux_session"]}`` naming them and this user's servers left alone. An adopted run's id is the server's start time (UTC) and 4 hex digits derived
+    "tmux_session"]}`` naming them and this user's servers left alone; with ``current`` the
+    result is ``{"runs": [...], "current": run id or null}`` (plus ``others`` and ``not_adopted``
+    when asked): the run a console follows (:func:`current_run`, the one place of that rule). An adopted run's id is the server's start time (UTC) and 4 hex digits derived
     from the boot id, pid and start time: the same process always gets the same id, and ids
     sort by when the servers started.
 ``get`` {run_id} -> run record.
@@ -687,9 +689,30 @@ def op_list(req):
         new, others, left = _adopt(runs, live, req.get("patterns") or DEFAULT_PATTERNS, session)
         records += [_record(runs, rid) for rid in new]
     records.sort(key=_order)
-    if req.get("others"):
-        return {"runs": records, "others": others, "not_adopted": left}
+    if req.get("others") or req.get("current"):
+        out = {"runs": records}
+        if req.get("others"):
+            out.update(others=others, not_adopted=left)
+        if req.get("current"):
+            out["current"] = current_run(records)
+        return out
     return records
+
+
+def current_run(records):
+    """The id of the run a console follows (None without runs): the newest live run a console
+    launched, else the newest live adopted one, else the newest; newest by ``started`` (unix
+    seconds; a record without one sorts first), then by id."""
+    def key(rec):
+        started = rec.get("started")
+        ok = isinstance(started, (int, float)) and not isinstance(started, bool)
+        return (float(started) if ok else 0.0, rec["run_id"])
+
+    ordered = sorted(records, key=key)
+    live = [r for r in ordered if r.get("alive")]
+    ours = [r for r in live if not r.get("adopted")]
+    pick = (ours or live or ordered or [None])[-1]
+    return pick["run_id"] if pick else None
 
 
 def _wait_gone(pid, start_ticks, timeout):
@@ -918,19 +941,23 @@ def op_unlock(req):
 OPS = {"start": op_start, "get": op_get, "group": op_group, "tail": op_tail, "note": op_note, "list": op_list, "stop": op_stop, "lock": op_lock, "unlock": op_unlock}
 
 
+def answer(op, req):
+    """The answer to one request: ``{"ok": true, "result": ...}`` or ``{"ok": false, "error":
+    "one line"}`` (what :func:`main` prints; ``agent/first_look.py`` calls it too)."""
+    try:
+        return {"ok": True, "result": OPS[op](req)}
+    except Fail as exc:
+        return {"ok": False, "error": str(exc)}
+    except KeyError as exc:
+        return {"ok": False, "error": "bad request: missing %s" % exc}
+    except OSError as exc:  # a full disk, a store folder that is not ours: one line, not a traceback
+        return {"ok": False, "error": "%s: %s%s" % (op, exc.strerror or exc, " (%s)" % exc.filename if exc.filename else "")}
+
+
 def main():
     op = sys.argv[1]
     req = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
-    try:
-        result = OPS[op](req)
-        out = {"ok": True, "result": result}
-    except Fail as exc:
-        out = {"ok": False, "error": str(exc)}
-    except KeyError as exc:
-        out = {"ok": False, "error": "bad request: missing %s" % exc}
-    except OSError as exc:  # a full disk, a store folder that is not ours: one line, not a traceback
-        out = {"ok": False, "error": "%s: %s%s" % (op, exc.strerror or exc, " (%s)" % exc.filename if exc.filename else "")}
-    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.write(json.dumps(answer(op, req)) + "\n")
     sys.stdout.flush()
 
 

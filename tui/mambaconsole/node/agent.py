@@ -73,28 +73,102 @@ async def agent_records(node: Node, **kw) -> AsyncIterator[dict]:
         await batches.aclose()
 
 
-async def agent_record_batches(node: Node, **kw) -> AsyncIterator[list[dict]]:
-    """Like :func:`agent_records`, one list per chunk that arrived (fast path)."""
+def _records(lines: list[bytes]) -> list[dict]:
+    out = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            rec = {"type": "error", "message": "agent sent a line that is not JSON: %r" % line[:200]}
+        out.append(rec)
+    return out
+
+
+async def _hello_first(node: Node, python: str, batches: AsyncIterator[list[dict]],
+                       before: list[dict] | None = None) -> AsyncIterator[list[dict]]:
+    """``before`` (records already read), then ``batches``, checking that the agent's first
+    record is its ``hello``; closes ``batches`` when done."""
     first = True
-    stream = node.stream_line_batches(agent_argv(**kw), input=agent_source())
     try:
-        async for lines in stream:
-            out = []
-            for line in lines:
+        pending = [before] if before else []
+        while True:
+            if pending:
+                out = pending.pop()
+            else:
                 try:
-                    rec = json.loads(line)
-                except ValueError:
-                    rec = {"type": "error", "message": "agent sent a line that is not JSON: %r" % line[:200]}
-                out.append(rec)
+                    out = await batches.__anext__()
+                except StopAsyncIteration:
+                    break
             if first and out:
                 first = False
                 if out[0].get("type") != "hello":
                     raise NodeError(f"{node.name}: the agent did not start: {out[0].get('message', out[0])}")
             yield out
     finally:
-        await stream.aclose()
+        await batches.aclose()
     if first:
-        raise NodeError(f"{node.name}: the agent exited at once (is {kw.get('python', 'python3')} on the node?)")
+        raise NodeError(f"{node.name}: the agent exited at once (is {python} on the node?)")
+
+
+async def _record_stream(node: Node, argv: list[str], source: bytes) -> AsyncIterator[list[dict]]:
+    stream = node.stream_line_batches(argv, input=source)
+    try:
+        async for lines in stream:
+            yield _records(lines)
+    finally:
+        await stream.aclose()
+
+
+async def agent_record_batches(node: Node, **kw) -> AsyncIterator[list[dict]]:
+    """Like :func:`agent_records`, one list per chunk that arrived (fast path)."""
+    batches = _hello_first(node, kw.get("python", "python3"), _record_stream(node, agent_argv(**kw), agent_source()))
+    try:
+        async for out in batches:
+            yield out
+    finally:
+        await batches.aclose()
+
+
+def first_look_source() -> bytes:
+    """The program of :func:`first_look`: ``agent/first_look.py`` after the two sources it runs
+    (``runs_agent.py``, ``node_agent.py``) as Python string literals."""
+    folder = AGENT_FILE.parent
+    runs, agent = ((folder / name).read_text(encoding="utf-8") for name in ("runs_agent.py", "node_agent.py"))
+    return (f"RUNS_AGENT = {runs!r}\nNODE_AGENT = {agent!r}\n".encode("utf-8")
+            + (folder / "first_look.py").read_bytes())
+
+
+async def first_look(node: Node, list_request: dict, **kw) -> tuple[dict, AsyncIterator[list[dict]] | None]:
+    """The node's runs and the current run's log in ONE remote command (``agent/first_look.py``):
+    ``(answer, batches)``, ``answer`` the run store's answer to ``list`` with ``list_request``
+    (``{"ok": true, "result": {"runs": [...], "current": id or None, ...}}`` or ``{"ok": false,
+    "error": str}``; see ``agent/runs_agent.py``), ``batches`` the node agent's record batches
+    following the current run's log (as :func:`agent_record_batches` with ``run_id`` the
+    current run and ``kw``'s options), or None when there is no current run. The caller closes
+    ``batches`` (that stops the agent on the node). Raises NodeError when the node cannot be
+    reached or the program does not answer."""
+    python = kw.get("python", "python3")
+    argv = [python, "-u", "-", json.dumps(list_request), *agent_argv(**kw)[3:]]
+    stream = _record_stream(node, argv, first_look_source())
+    try:
+        while True:
+            try:
+                out = await stream.__anext__()
+            except StopAsyncIteration:
+                raise NodeError(f"{node.name}: the run store agent exited at once (is {python} on the node?)") from None
+            if out:
+                break
+        answer, rest = out[0], out[1:]
+        if answer.get("type") != "runs":
+            raise NodeError(f"{node.name}: run store agent failed: {answer.get('message', answer)}")
+        result = answer.get("result")
+        if not answer.get("ok") or not isinstance(result, dict) or not result.get("current"):
+            await stream.aclose()
+            return answer, None
+    except BaseException:
+        await stream.aclose()
+        raise
+    return answer, _hello_first(node, python, stream, rest)
 
 
 async def agent_once(node: Node, *, python: str = "python3", gpu: str = "auto", sim_file: str | None = None,

@@ -177,9 +177,17 @@ class RunStore:
         self.python = python
         self.home = home
 
+    def with_home(self, req: dict) -> dict:
+        """``req`` with this store's ``home`` (when it has one)."""
+        return dict(req, home=self.home) if self.home else dict(req)
+
+    async def request(self, op: str, req: dict, timeout: float = 60.0):
+        """The ``result`` of one request ``op`` (see runs_agent.py); raises RunError with the
+        node's error, NodeError when the agent did not answer."""
+        return await self._call(op, req, timeout)
+
     async def _call(self, op: str, req: dict, timeout: float = 60.0):
-        if self.home:
-            req = dict(req, home=self.home)
+        req = self.with_home(req)
         res = await self.node.run([self.python, "-u", "-", op, json.dumps(req)],
                                   input=agent_script("runs_agent.py"), timeout=timeout)
         lines = res.out.strip().splitlines()

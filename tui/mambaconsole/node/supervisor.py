@@ -153,6 +153,8 @@ class Supervisor:
                                "until the console has reconnected and re-read the node")
 
     async def _run(self) -> None:
+        if not self._connected():
+            await self._first_connect()
         while not self._closed:
             if self.status.up:
                 if not self._connected():
@@ -162,6 +164,24 @@ class Supervisor:
                 await self._nap(self.check_s)
                 continue
             await self._reconnect_once()
+
+    async def _first_connect(self) -> None:
+        """A node not connected yet is not a lost link: connect it (the commands waiting for
+        the connection share this attempt) and mark the link down only when that fails. (Seen
+        as "lost" first, the link came "back" at once and the console re-read the runs it
+        was reading: a second listing, and a killed first one, at every start.)"""
+        connect = getattr(self.node, "connect", None)
+        if connect is None:
+            return
+        try:
+            try:
+                await connect(backoff=False)
+            except TypeError:
+                await connect()
+        except NodeError as exc:
+            self._down(str(exc))
+        except Exception as exc:  # noqa: BLE001 - anything else is a failed attempt too
+            self._down(f"{type(exc).__name__}: {exc}")
 
     async def _reconnect_once(self) -> None:
         st = self.status
@@ -213,7 +233,8 @@ class Supervisor:
     async def follow_log(self, *, run_id: str | None = None, path: str | None = None, offset: int = 0,
                          home: str | None = None, python: str = "python3",
                          max_line: int | None = None, tail_bytes: int = 0, head_bytes: int | None = None,
-                         head_until: str | None = None) -> AsyncIterator[FollowBatch]:
+                         head_until: str | None = None,
+                         first: AsyncIterator[list[dict]] | None = None) -> AsyncIterator[FollowBatch]:
         """Follow a run's log (``run_id``, through its status.json) or a file (``path``) from
         byte ``offset``, across connection drops, until the iterator is closed.
 
@@ -228,6 +249,10 @@ class Supervisor:
         its python is missing), after ``3`` tries in a row. An agent that ends while the link
         stays up is started again after :attr:`backoff`'s first wait, and after longer ones
         (the same policy as reconnects) while the restarts bring nothing.
+
+        ``first``: the record batches of an agent already started for this log with these
+        options (the first look's, :func:`mambaconsole.node.agent.first_look`), read before
+        starting one; it is closed like the agents started here.
         """
         if not run_id and not path:
             raise ValueError("follow_log needs run_id or path")
@@ -236,15 +261,20 @@ class Supervisor:
         resumed = False
         failures = 0
         restarts = 0  # agent restarts in a row that brought nothing
+        if self._closed and first is not None:
+            await first.aclose()
         while not self._closed:
-            if not self.status.up:
+            if not self.status.up and first is None:
                 await self.wait_up()
                 resumed = True
             got_any = False
-            agent = agent_record_batches(self.node, python=python, follow=path, run_id=run_id, home=home,
-                                         offset=pos, interval=0.0, gpu="none", max_line=max_line,
-                                         tail_bytes=tail_bytes if pos == 0 else 0, head_bytes=head_bytes,
-                                         head_until=head_until)
+            if first is not None:
+                agent, first = first, None
+            else:
+                agent = agent_record_batches(self.node, python=python, follow=path, run_id=run_id, home=home,
+                                             offset=pos, interval=0.0, gpu="none", max_line=max_line,
+                                             tail_bytes=tail_bytes if pos == 0 else 0, head_bytes=head_bytes,
+                                             head_until=head_until)
             try:
                 async for recs in agent:
                     lines: list[LogLine] = []

@@ -190,22 +190,57 @@ class Feed:
         """The node's runs (with ``adopt``, a server started by hand in the host's tmux session
         is adopted first; this user's others are named in ``not_adopted``); the current run is
         the newest live one, else the newest."""
-        left: list[dict] = []
-        if self.adopt:
-            listed, _others, left = await self.store.list_with_others(adopt="session", session=self.settings.session)
-        else:
-            listed = await self.store.list(adopt=False)
-        runs = sorted(listed, key=lambda r: (r.started or 0.0, r.run_id))
-        infos = tuple(run_info(r) for r in runs)
-        ours = [r for r in runs if r.alive and not r.adopted]
-        live = [r for r in runs if r.alive]
-        cur = (ours or live or runs or [None])[-1]
-        return RunsListed(runs=infos, current=cur.run_id if cur else None,
+        return self._runs_listed(await self.store.request("list", self._runs_request()))
+
+    def _runs_request(self) -> dict:
+        """The run store's ``list`` request of :meth:`runs` (``agent/runs_agent.py``): the node
+        says which run is current (its ``current_run``, the one place of that rule)."""
+        req: dict = ({"adopt": "session", "session": self.settings.session, "others": True} if self.adopt
+                     else {"adopt": False})
+        return self.store.with_home({**req, "current": True})
+
+    @staticmethod
+    def _runs_listed(result: dict) -> RunsListed:
+        """The node's answer to :meth:`_runs_request` as the state's event; runs oldest first."""
+        runs = sorted((Run.from_record(r) for r in result["runs"]), key=lambda r: (r.started or 0.0, r.run_id))
+        return RunsListed(runs=tuple(run_info(r) for r in runs), current=result.get("current"),
                           not_adopted=tuple({k: o.get(k) for k in ("pid", "argv", "started", "tmux_session")}
-                                            for o in left))
+                                            for o in result.get("not_adopted") or ()))
+
+    async def first_look(self) -> tuple[RunsListed, AsyncIterator[list[dict]] | None]:
+        """:meth:`runs`, and the node agent started on the current run's log from its start as
+        :meth:`tail` starts it, in ONE command on the node
+        (:func:`mambaconsole.node.agent.first_look`): opening the console then waits for the
+        node's command start-up once, not twice in a row (over SSH each command starts the
+        login shell; its rc files may take 100-200 ms). Returns the listing and that agent's
+        record batches (None without a current run), which the caller passes to
+        ``tail(current run, 0, first=...)`` or closes. Raises ConsoleError when the listing
+        failed, NodeError when the node could not be asked."""
+        from mambaconsole.node.agent import first_look
+        from mambaconsole.node.runs import RunError
+
+        answer, batches = await first_look(self.node, self._runs_request(), **self._tail_options(0))
+        if not answer.get("ok"):
+            raise RunError(f"{self.node.name}: {answer.get('error')}")
+        try:
+            listed = self._runs_listed(answer["result"])
+        except BaseException:
+            if batches is not None:
+                await batches.aclose()
+            raise
+        return listed, batches
 
     # ----------------------------------------------------------------- log
-    async def tail(self, run: RunInfo, offset: int) -> AsyncIterator[LogLines | RunStatus]:
+    def _tail_options(self, offset: int) -> dict:
+        """The node agent's options of :meth:`tail` from byte ``offset``."""
+        from mambaconsole.sglang.events import READY_MESSAGE
+
+        return dict(home=self.home or None, python=self.agent_python, interval=0.0, gpu="none",
+                    tail_bytes=int(self.settings.log_tail_mib * 2**20) if offset == 0 else 0,
+                    head_until=READY_MESSAGE)
+
+    async def tail(self, run: RunInfo, offset: int, *,
+                   first: AsyncIterator[list[dict]] | None = None) -> AsyncIterator[LogLines | RunStatus]:
         """Follow ``run``'s log from byte ``offset``; yields batches of consecutive complete
         lines with their byte offsets, and a :class:`RunStatus` whenever the node agent saw the
         run's status.json or liveness change (the console re-reads the runs then). It runs through the node's :class:`Supervisor`
@@ -218,12 +253,11 @@ class Feed:
         the ready summary) and that tail, not its middle (``LogLines.skipped``, the byte range
         left out; :meth:`read_page` pages back into it). Each batch says the file's size on the
         node (``size``); after each (re)open, the size then (``opened_size``: the lines before it
-        are history) and how to read the log's own timestamps on this clock (``time_shift``)."""
-        from mambaconsole.sglang.events import READY_MESSAGE
-
-        tail_bytes = int(self.settings.log_tail_mib * 2**20) if offset == 0 else 0
-        stream = self.link.follow_log(run_id=run.run_id, offset=offset, home=self.home or None,
-                                      python=self.agent_python, tail_bytes=tail_bytes, head_until=READY_MESSAGE)
+        are history) and how to read the log's own timestamps on this clock (``time_shift``).
+        ``first``: the record batches of the agent :meth:`first_look` started for this run."""
+        opts = self._tail_options(offset)
+        stream = self.link.follow_log(run_id=run.run_id, offset=offset, home=opts["home"], python=opts["python"],
+                                      tail_bytes=opts["tail_bytes"], head_until=opts["head_until"], first=first)
         try:
             async for fb in stream:
                 opened = shift = None

@@ -140,6 +140,9 @@ class Session:
         self._resolved_for: tuple | None = None
         self._following_run: str | None = None
         self._idle_offset = -1
+        #: (run id, the node agent's record batches on its log) from the first look, until
+        #: :meth:`_follow` reads them (or they are closed)
+        self._first_tail: tuple[str, AsyncIterator[list[dict]]] | None = None
 
     @property
     def host(self) -> str:
@@ -197,7 +200,7 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - said, and the console still shows the node
                 self.listener.notify(f"could not start: {exc}", "error", 15)
         self._spawn("link", self._watch_link())
-        self.poll_runs()
+        self._spawn("runs", self._first_look())
         self._spawn("gpu", self._watch_gpu())
         self._spawn("ranks", self._watch_ranks())
         self.after_first_log(lambda: self._spawn("facts", self._load_facts()))
@@ -229,6 +232,7 @@ class Session:
         """Stop every timer and task (their node commands end with them); bounded, so that
         closing never hangs on a dead node. The feed stays open (its owner closes it)."""
         self.closing = True
+        await self._close_first_tail()
         for t in self._timers.values():
             t.cancel()
         self._timers.clear()
@@ -278,6 +282,25 @@ class Session:
             self._post(await self.feed.facts())
         except Exception as exc:  # noqa: BLE001 - reported as a failed poll
             self._lost("facts", exc)
+
+    async def _first_look(self) -> None:
+        """The first runs listing, and in the same node command the current run's log from its
+        start (:meth:`Feed.first_look`): the first view waits for one command, not two in a
+        row. The log's agent waits in :attr:`_first_tail` for :meth:`_follow`."""
+        try:
+            listed, batches = await self.feed.first_look()
+        except Exception as exc:  # noqa: BLE001 - as a failed runs poll: read again after its backoff
+            self._lost("runs", exc)
+            return
+        if batches is not None:
+            await self._close_first_tail()
+            self._first_tail = (listed.current, batches)
+        self._post(listed, "runs")
+
+    async def _close_first_tail(self) -> None:
+        first, self._first_tail = self._first_tail, None
+        if first is not None:
+            await first[1].aclose()
 
     def poll_runs(self) -> None:
         """Read the node's runs now (the next read is armed once this one is handled)."""
@@ -330,16 +353,33 @@ class Session:
     def _tail(self, run: RunInfo, offset: int) -> None:
         """Follow ``run``'s log from ``offset``; :meth:`Feed.tail` resumes across dropped
         connections by byte offset. Should it fail anyway, it starts again where the state
-        stopped (nothing lost or repeated)."""
+        stopped (nothing lost or repeated). From offset 0, the first look's agent on this
+        run's log (:attr:`_first_tail`) is read instead of starting one."""
         opened = [offset]  # the first open starts at `offset`, the next ones where the state stopped
+        first = None
+        if self._first_tail is not None:
+            (rid, batches), self._first_tail = self._first_tail, None
+            if rid == run.run_id and offset == 0:
+                first = batches
+            else:
+                asyncio.ensure_future(batches.aclose())
 
         def open_tail():
+            nonlocal first
             st = self.state
             start = opened.pop() if opened else (st.log_offset if st.log_run_id == run.run_id else 0)
-            return self.feed.tail(run, start)
+            given, first = first, None
+            listed_status[:] = [given is not None]
+            return self.feed.tail(run, start, first=given) if given is not None else self.feed.tail(run, start)
+
+        # the first look's agent says the run's status as it starts: what the listing read in
+        # the same process a moment before, not a change to re-read the runs for
+        listed_status: list[bool] = []
 
         def handle(batch):
             if isinstance(batch, RunStatus):
+                if listed_status and listed_status.pop():
+                    return None
                 self.dispatch(self._run_status_changed)
                 return None
             if self.intake.put(batch):

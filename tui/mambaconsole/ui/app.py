@@ -245,6 +245,13 @@ class ConsoleApp(App[int]):
                 raise ConsoleError(f"unknown theme {want!r} (known: {', '.join(self._themes)})")
             self.theme = want
 
+    def on_load(self) -> None:
+        """Start the session before the panes are built: connecting to the node and its first
+        command overlap compose and mount (its answers wait in the message queue, handled once
+        mounted, in order with the keys)."""
+        if self.start_workers:
+            self.session.start()
+
     def on_mount(self) -> None:
         titles = {"gpu": "GPU memory [1]", "spec": "Speculative decoding [2]", "args": "ServerArgs [3]", "log": "Log [4]"}
         for pid, title in titles.items():
@@ -259,8 +266,6 @@ class ConsoleApp(App[int]):
         # the sizes (app.tcss's 5fr 5fr, 13 1fr, or the saved ones): _fit_layout applies them
         self.refresh_panes({"header", "gpu", "spec", "args", "log"})
         self.set_interval(1.0, self._tick)
-        if self.start_workers:
-            self.session.start()
         self.query_one("#log-view").focus()
         self._fit_layout(self.size.width, self.size.height)
         # what startup built (Textual, the panes, SGLang knowledge) lives as long as the app:

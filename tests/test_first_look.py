@@ -1,0 +1,147 @@
+"""Opening the console asks the node once (issue 14, start-up): the runs listing and the current
+run's log come from one node command (``agent/first_look.py``), not a listing and then a log
+agent in a row; the link is not "lost" before its first connection; the node names the
+current run by one rule.
+
+Expected values are worked out by hand from the records and the bytes written here."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from mambaconsole.agent.runs_agent import current_run
+from mambaconsole.node.agent import first_look
+from mambaconsole.node.local import LocalNode
+from mambaconsole.node.supervisor import Supervisor
+from mambaconsole.session.feed import Feed
+from mambaconsole.session.session import Listener, Session
+from mambaconsole.session.settings import HostSettings
+
+LINES = [b"[2026-12-01 10:00:%02d] line %d of the run's log\n" % (i % 60, i) for i in range(300)]
+
+
+def _store(home: Path, log: Path, *run_ids: str) -> None:
+    """Ended runs (no pid) ``run_ids``, started one second apart in that order, logging to ``log``."""
+    for i, rid in enumerate(run_ids):
+        d = home / "runs" / rid
+        d.mkdir(parents=True)
+        (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
+        (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": 1000.0 + i,
+                                                   "log_path": str(log)}))
+
+
+class CountingNode(LocalNode):
+    """This machine, noting the argv of every command started on it."""
+
+    def __init__(self) -> None:
+        super().__init__("counted")
+        self.started: list[list[str]] = []
+
+    async def run(self, cmd, **kw):
+        self.started.append(list(cmd) if not isinstance(cmd, str) else [cmd])
+        return await super().run(cmd, **kw)
+
+    async def stream_line_batches(self, cmd, **kw):
+        self.started.append(list(cmd))
+        async for lines in super().stream_line_batches(cmd, **kw):
+            yield lines
+
+
+class Folding(Listener):
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def log_waiting(self) -> None:
+        asyncio.get_running_loop().call_soon(self.session.fold_log)
+
+
+async def test_the_runs_and_the_current_runs_log_come_from_one_node_command(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"".join(LINES))
+    _store(tmp_path / "home", log, "20261201-100000-aaaa", "20261201-100001-bbbb")
+    node = CountingNode()
+    feed = Feed(node, HostSettings(python=sys.executable), home=str(tmp_path / "home"), agent_python=sys.executable,
+                adopt=False)
+    session = Session(feed, poll_s=30.0)
+    session.listener = Folding(session)
+    st = session.state
+    try:
+        session.start()
+        deadline = time.monotonic() + 60
+        while not (st.log_offset >= log.stat().st_size and st.runs):
+            assert time.monotonic() < deadline, "the log was not read"
+            await asyncio.sleep(0.02)
+        asked = list(node.started)
+    finally:
+        await session.close()
+        await feed.close()
+    # both runs ended: the newest is current, and its log is the one read
+    assert st.run.run_id == "20261201-100001-bbbb" and st.log_run_id == "20261201-100001-bbbb"
+    assert [ln.text for ln in st.log][-1] == LINES[-1].decode().rstrip("\n")
+    # the commands that listed runs or read the log: one (the GPU stream is the other command)
+    listing = [a for a in asked if "list" in a or any('"current": true' in x for x in a)]
+    log_readers = [a for a in asked if "--gpu" in a and a[a.index("--gpu") + 1] == "none"]
+    assert len(listing) == 1 and log_readers == listing, asked
+
+
+async def test_first_look_without_runs_lists_and_ends(tmp_path):
+    (tmp_path / "home" / "runs").mkdir(parents=True)
+    answer, batches = await first_look(LocalNode(), {"adopt": False, "home": str(tmp_path / "home")},
+                                       python=sys.executable, interval=0.0, gpu="none")
+    assert answer == {"ok": True, "result": {"runs": [], "current": None}, "type": "runs"} and batches is None
+
+
+def _rec(rid: str, started, alive: bool, adopted: bool = False) -> dict:
+    return {"run_id": rid, "started": started, "alive": alive, "adopted": adopted}
+
+
+def test_the_current_run_is_the_newest_live_one_a_console_launched():
+    old_ours = _rec("20261201-090000-aaaa", 100.0, True)
+    adopted = _rec("20261201-100000-bbbb", 200.0, True, adopted=True)
+    ended = _rec("20261201-110000-cccc", 300.0, False)
+    assert current_run([ended, adopted, old_ours]) == "20261201-090000-aaaa"
+    # no live run of ours: the newest live adopted one; nothing live: the newest by start time
+    assert current_run([ended, adopted]) == "20261201-100000-bbbb"
+    assert current_run([ended, dict(adopted, alive=False)]) == "20261201-110000-cccc"
+    # a record without a start time sorts first; two of one second by id
+    assert current_run([_rec("b", None, False), _rec("a", 5, False)]) == "a"
+    assert current_run([_rec("b", 5, False), _rec("a", 5, False)]) == "b"
+    assert current_run([]) is None
+
+
+class NotYetConnected:
+    """A node whose connection opens on the first connect() (as SSHNode before its first use)."""
+
+    name = "n"
+
+    def __init__(self) -> None:
+        self.connected = False
+        self.connects = 0
+
+    async def connect(self, *, backoff: bool = True):
+        self.connects += 1
+        await asyncio.sleep(0.05)
+        self.connected = True
+        return self
+
+
+async def test_a_node_not_connected_yet_is_not_a_lost_link():
+    node = NotYetConnected()
+    link = Supervisor(node, check_s=0.02)
+    seen = []
+
+    async def watch():
+        async for st in link.watch():
+            seen.append(st.up)
+
+    watcher = asyncio.ensure_future(watch())
+    await link.start()
+    await asyncio.sleep(0.4)
+    await link.close()
+    await asyncio.wait_for(watcher, 5)
+    # up all along: the header never said "connection lost" at start, nothing re-read the node
+    assert node.connected and node.connects == 1 and seen and all(seen), seen
