@@ -238,14 +238,17 @@ async def type_into(pilot, ed: EditorScreen, fid: str, text: str) -> Input:
     return inp
 
 
-@pytest.mark.parametrize("fid, typed, kind", [
-    ("f-max_mamba_cache_size", "24.5", "int"),
-    ("f-max_mamba_cache_size", "24; rm -rf /", "int"),
-    ("f-mamba_full_memory_ratio", "0.4.4abc", "float"),
+@pytest.mark.parametrize("fid, typed, kind, size", [
+    ("f-max_mamba_cache_size", "24.5", "int", (120, 40)),
+    ("f-max_mamba_cache_size", "24; rm -rf /", "int", (120, 40)),
+    # a newcomer's report: "abc" in an int field (a check: refused and kept, also in the compact editor)
+    ("f-max_running_requests", "abc", "int", (120, 40)),
+    ("f-max_running_requests", "abc", "int", (80, 24)),
+    ("f-mamba_full_memory_ratio", "0.4.4abc", "float", (120, 40)),
 ])
-async def test_a_typed_value_is_kept_as_typed_or_refused_at_the_field(fid, typed, kind):
+async def test_a_typed_value_is_kept_as_typed_or_refused_at_the_field(fid, typed, kind, size):
     app = make_app(PROGRAM + ARGS)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await start(pilot, app)
         ed = await open_editor(pilot, app)
         inp = await type_into(pilot, ed, fid, typed)
