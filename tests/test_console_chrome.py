@@ -124,3 +124,21 @@ async def test_spec_sparklines_say_their_scale():
             assert w.size.width == len(lens), (spark, w.size)
             drawn = [ch for seg in w.render_line(w.size.height - 1) for ch in seg.text]
             assert len(drawn) == len(lens) and " " not in drawn
+
+async def test_spec_charts_are_never_cut_by_the_pane_edge(monkeypatch):
+    """At 120x40 the throughput chart fell off the pane and the accept length lost its top row:
+    every chart shown lies whole inside the pane (they take one row each where two do not fit)."""
+    from test_console_snapshots import feed_recorded, frozen_app
+
+    for size in ((120, 40), (200, 60)):
+        app = frozen_app(monkeypatch)
+        async with app.run_test(size=size) as pilot:
+            feed_recorded(app)
+            await pilot.pause()
+            await pilot.pause(0.1)
+            pane = app.spec_pane
+            inside = pane.content_region
+            shown = [w for w in pane.children if w.display and w.id and "spark" in w.id]
+            assert any(w.id == "spark-len" for w in shown), size
+            for w in shown:
+                assert inside.contains_region(w.region), (size, w.id, w.region, inside)

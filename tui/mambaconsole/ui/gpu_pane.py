@@ -134,7 +134,8 @@ def history_row(hist_mib: list[float], interval_s: float, width: int, colors: di
     run's memory is steady the line is flat, and the span says how far back it reaches)."""
     def label(n: int) -> str:
         hi = max(hist_mib[-n:]) / MIB_PER_GIB
-        return f"used 0–{hi:.1f} GiB, last {fmt_duration(n * interval_s)} "
+        span = "1 sample" if n == 1 else f"last {fmt_duration(n * interval_s)}"
+        return f"used 0–{hi:.1f} GiB, {span} "
 
     n = min(len(hist_mib), width)
     while n > 1 and n + len(label(n)) > width:  # the label's length depends on the samples it covers

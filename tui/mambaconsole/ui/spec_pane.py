@@ -209,9 +209,13 @@ class SpecPane(Vertical, can_focus=True):
         # given fewer stretched 2 batches over the whole width, as two blocks)
         cols = max(1, self.content_size.width - spark_len.styles.margin.width) if self.content_size.width else 200
         pts = state.spec.tail(cols)  # the sparklines' points (SPEC_KEEP are kept)
-        show = bool(pts)
-        for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
-            set_if_changed(w, "display", show)
+        if not pts:  # shown again by _fit_charts, in the rows the text leaves
+            for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
+                set_if_changed(w, "display", False)
+            self._mc_charts = None
+        elif getattr(self, "_mc_charts", None) is None:
+            for w in (spark_len, spark_thr, self.query_one("#len-label"), self.query_one("#thr-label")):
+                set_if_changed(w, "display", True)
         if state.spec_enabled is False:
             stats.append("speculation off", f"bold {_rich_color(c.get('text-muted'), 'grey50')}")
             stats.append("\nthe run has no --speculative-algorithm", "dim")
@@ -285,6 +289,30 @@ class SpecPane(Vertical, can_focus=True):
         if stats != getattr(self, "_shown", None):  # the same text again: no repaint at all
             box.update(stats, layout=layout)
             self._shown = stats
+        if pts:
+            self._fit_charts(self.content_size.height - getattr(box, "_mc_rows", shape))
+
+    def _fit_charts(self, room: int) -> None:
+        """The charts in the rows the text leaves (``room``; unknown before the first layout):
+        both two rows high where they fit (a label and two rows each), else one row each, else
+        the accept length alone, never a chart cut by the pane's edge (at 120x40 the throughput
+        chart fell off the pane and the accept length lost its top row)."""
+        if self.content_size.height <= 0:
+            return
+        if room >= 6:
+            plan = (2, 2)
+        elif room >= 4:
+            plan = (1, 1)
+        else:
+            plan = (max(1, min(2, room - 1)), 0) if room >= 2 else (0, 0)
+        if plan == getattr(self, "_mc_charts", None):
+            return
+        self._mc_charts = plan
+        for (label, spark), h in zip((("#len-label", "#spark-len"), ("#thr-label", "#spark-thr")), plan):
+            for sel in (label, spark):
+                self.query_one(sel).display = h > 0
+            if h:
+                self.query_one(spark).styles.height = h
 
 
     _state: ConsoleState | None = None
