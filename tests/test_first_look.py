@@ -145,3 +145,44 @@ async def test_a_node_not_connected_yet_is_not_a_lost_link():
     await asyncio.wait_for(watcher, 5)
     # up all along: the header never said "connection lost" at start, nothing re-read the node
     assert node.connected and node.connects == 1 and seen and all(seen), seen
+
+
+async def test_what_the_first_view_does_not_need_waits_for_its_gpu_answer_too():
+    """The node's facts, HTTP polls and resolution start once the log's history is drawn AND
+    the GPU stream answered (both are the first view): started earlier, their commands compete
+    with the GPU reader's start."""
+    from mambaconsole.state import GpuSnapshot, RunsListed
+
+    feed = Feed(LocalNode("t"), HostSettings(python=sys.executable), adopt=False)
+    gate = asyncio.Event()
+
+    async def gpu_stream(interval):
+        await gate.wait()
+        yield GpuSnapshot((), available=False, reason="no GPU on this node", t=time.time())
+        await asyncio.sleep(3600)
+
+    async def first_look():
+        return RunsListed((), None), None
+
+    async def facts():
+        raise OSError("not asked here")
+
+    feed.gpu_stream, feed.first_look, feed.facts = gpu_stream, first_look, facts
+    session = Session(feed, poll_s=30.0)
+    started: list[str] = []
+    try:
+        session.start()
+        await asyncio.sleep(0.05)
+        session.after_first_log(lambda: started.append("http"))
+        session.log_shown()  # the log is drawn; the GPU pane still waits for its answer
+        await asyncio.sleep(0.2)
+        assert started == [] and not session.first_log_shown
+        gate.set()
+        for _ in range(50):  # well before FIRST_LOG_WAIT_S (1.5 s) would start them anyway
+            await asyncio.sleep(0.01)
+            if started:
+                break
+        assert started == ["http"] and session.first_log_shown
+    finally:
+        await session.close()
+        await feed.close()

@@ -126,8 +126,11 @@ class Session:
         #: (:class:`~mambaconsole.node.run_group.GroupWatch`, made by the ranks watch)
         self.ranks = None
         self.ranks_poll_s = RANKS_POLL_S
-        #: the owner has shown the log's history (:meth:`log_shown`): polls no longer wait
+        #: the first view is drawn, its log's history and its first GPU answer (:meth:`log_shown`):
+        #: polls no longer wait
         self.first_log_shown = False
+        self._log_drawn = False
+        self._gpu_failed = False
         self._deferred: list[Callable[[], None]] = []
         self._tasks: dict[str, asyncio.Task] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -215,10 +218,23 @@ class Session:
             return
         self._deferred.append(start)
         if "deferred" not in self._timers:
-            self._later("deferred", FIRST_LOG_WAIT_S, self.log_shown)
+            self._later("deferred", FIRST_LOG_WAIT_S, self._first_view_done)
 
     def log_shown(self) -> None:
-        """The owner has shown the log's history (or the wait is over): start what waited."""
+        """The owner has shown the log's history: start what waited, once the GPU stream's
+        first answer came too (the first view's other part: a node command started now would
+        compete with the GPU reader's start for the node and this machine)."""
+        self._log_drawn = True
+        if self.started and "gpu" in self._tasks and self.state.gpu is None and not self._gpu_failed:
+            return  # _gpu_answered starts them
+        self._first_view_done()
+
+    def _gpu_answered(self) -> None:
+        if self._log_drawn and not self.first_log_shown:
+            self._first_view_done()
+
+    def _first_view_done(self) -> None:
+        """The first view is drawn (or the wait is over): start what waited."""
         self.first_log_shown = True
         timer = self._timers.pop("deferred", None)
         if timer is not None:
@@ -480,8 +496,10 @@ class Session:
                 self.feed.link.check()  # the node answered: let the supervisor reconnect now
         if isinstance(event, Connection) and event.up and not was_up:
             self.poll_runs()  # re-read the node before anything acts on it (a pair may have relaunched)
-        if poll == "gpu" and self._peak_unsaved():
-            self._peak_changed()
+        if poll == "gpu":
+            self._gpu_answered()
+            if self._peak_unsaved():
+                self._peak_changed()
         run = st.run
         if prev_run is not None and run is not None and prev_run.run_id != run.run_id \
                 and run.run_id != self._following_run and not self.relaunching:
@@ -504,6 +522,9 @@ class Session:
         if self.closing:
             return
         self._fails[poll] = self._fails.get(poll, 0) + 1
+        if poll == "gpu":
+            self._gpu_failed = True
+            self._gpu_answered()
         if poll in LINK_POLLS:
             self.feed.link.check(error)  # the supervisor decides whether the link is down
         if poll == "resolve":
