@@ -117,6 +117,9 @@ async def test_reconnect_follows_a_run_relaunched_meanwhile(ssh_home, tmp_path, 
                          what="the new run")
         await wait_until(pilot, lambda: app.state.log_total == 3, what="run 2's log")
         assert [ln.text for ln in app.state.log] == ["n 00001", "n 00002", "n 00003"]
+        # the header is redrawn at most 30 times a second while lines arrive: once drawn
+        await wait_until(pilot, lambda: f"now following run {second.run_id}" in shown(app.bar), timeout=2,
+                         what="the header's notice")
         header = shown(app.bar)
         assert f"now following run {second.run_id}" in header and "bob@laptop" in header
     async with LocalNode() as local:
