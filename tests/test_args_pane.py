@@ -222,21 +222,36 @@ def test_detail_keeps_the_writer_in_sight_whatever_the_value():
     assert path[:100] in detail_text(row, None, {}, width=200).plain
 
 
-async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_over():
-    """The `live` filter with nothing differing, a search matching nothing: the note says so
-    (not a bare 0/N); once the run is over, a difference is what its server said while it ran."""
+def _two_row_app() -> ConsoleApp:
+    """A console with no workers (nothing polls): the tests below feed its state themselves."""
     from mambaconsole.node.local import LocalNode
-    from mambaconsole.state import RunInfo, RunsListed
     from mambaconsole.session.feed import Feed
     from mambaconsole.session.settings import HostSettings
 
-    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    return ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+
+
+def _two_rows(app: ConsoleApp):
+    """The app's state with a running run r1 and a resolution of two rows (a derived
+    --page-size 1, a given --max-running-requests 16); returns the state."""
+    from mambaconsole.state import RunInfo, RunsListed
+
+    st = app.state
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
+    st.resolution = {"fields": {}}
+    st.rows = [ArgRow("page_size", "--page-size", 1, None, "derived"),
+               ArgRow("max_running_requests", "--max-running-requests", 16, None, "cli")]
+    return st
+
+
+async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_over():
+    """The `live` filter with nothing differing, a search matching nothing: the note says so
+    (not a bare 0/N); once the run is over, a difference is what its server said while it ran."""
+    from mambaconsole.state import RunInfo, RunsListed
+
+    app = _two_row_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        st = app.state
-        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
-        st.resolution = {"fields": {}}
-        st.rows = [ArgRow("page_size", "--page-size", 1, None, "derived"),
-                   ArgRow("max_running_requests", "--max-running-requests", 16, None, "cli")]
+        st = _two_rows(app)
         pane = app.args_pane
 
         def note() -> str:
@@ -281,18 +296,9 @@ def test_the_notes_counts_add_up_to_the_rows_shown():
 async def test_the_table_is_rebuilt_only_when_its_rows_change():
     """A flood of log lines asks the pane to redraw at every change of the run's failure: the
     same rows leave the table as it is (its row keys, its cursor); a changed row rebuilds it."""
-    from mambaconsole.node.local import LocalNode
-    from mambaconsole.state import RunInfo, RunsListed
-    from mambaconsole.session.feed import Feed
-    from mambaconsole.session.settings import HostSettings
-
-    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    app = _two_row_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        st = app.state
-        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=1),), "r1"))
-        st.resolution = {"fields": {}}
-        st.rows = [ArgRow("page_size", "--page-size", 1, None, "derived"),
-                   ArgRow("max_running_requests", "--max-running-requests", 16, None, "cli")]
+        st = _two_rows(app)
         table = app.args_pane.query_one("#args-table")
         app.refresh_panes({"args"})
         await pilot.pause()

@@ -324,7 +324,7 @@ class ArgsPane(Vertical, can_focus=False):
             # the OOM's sizing flags are pinned whatever the filter: counted apart, so the
             # filter's own counts are of the rows it chose
             pinned = [r for r in rows if r.flag in sizing and not passes(r, self.mode)]
-            chosen = [r for r in rows if not (r.flag in sizing and not passes(r, self.mode))]
+            chosen = [r for r in rows if r not in pinned]
             note.append(f"filter {self.mode} · {len(chosen)}/{len(state.rows)} fields")
             if pinned:
                 note.append(f" + {len(pinned)} pinned (sized the OOM)")
