@@ -119,3 +119,43 @@ def test_one_rename_table():
     for rel in ("agent/resolver.py", "sim/preflight.py", "sglang/argv.py"):
         text = (pkg / rel).read_text()
         assert "--mamba-radix-cache-strategy\", \"0.5.14" not in text and "RENAMED" not in text, rel
+
+
+def _real_0523_replacements() -> dict[str, str]:
+    """old flag -> the replacement 0.5.23's own deprecation warnings name, read off the real
+    server logs recorded on this machine (``tests/data/logs/real-0.5.23-*.log``)."""
+    import re
+    from pathlib import Path
+
+    said = {}
+    for log in (Path(__file__).parent / "data" / "logs").glob("real-0.5.23-*.log"):
+        for m in re.finditer(r"'(--[\w-]+)' is deprecated and will be removed in a future release\. "
+                             r"Use '([^']+)' instead\.", log.read_text()):
+            said[m.group(1)] = m.group(2)
+    return said
+
+
+def test_a_replacement_with_a_value_is_named_as_sglang_names_it():
+    """0.5.23 names ``--cuda-graph-backend-{decode,prefill}=disabled`` for ``--disable-cuda-graph``:
+    a value and brace alternatives, not a bare option string; the table's replacement is that
+    text (each option it names is accepted), not None."""
+    said = _real_0523_replacements()
+    assert said, "the real logs hold a deprecation warning"
+    for old, new in said.items():
+        assert F.replacement(old, "0.5.23") == new
+        assert F.usable([old], "0.5.23") == [old]  # still accepted there (deprecated): named as given
+    assert F.replacement("--disable-cuda-graph", "0.5.11") is None  # not yet renamed then
+    assert F._names("--cuda-graph-backend-{decode,prefill}=disabled") == [
+        "--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"]
+
+
+def test_a_removed_flag_s_history_names_a_replacement_with_a_value():
+    """A flag a version no longer takes, renamed to an option with a value: the hint names the
+    rename as SGLang wrote it (the table's own deprecation notes)."""
+    from mambaconsole.sglang.flag_table import DEPRECATED
+
+    old, new = "--enforce-piecewise-cuda-graph", DEPRECATED["0.5.14"]["--enforce-piecewise-cuda-graph"]
+    assert "=" in new
+    last = next(v for v in reversed(VERSIONS) if F.accepts(old, v) is False and F._takes(v, new))
+    hint = F.unknown_flag_hint(old, last)
+    assert hint is not None and f"`{new}`" in hint

@@ -49,6 +49,25 @@ def _flag(flag: str) -> str:
     return flag.split("=", 1)[0]
 
 
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def _names(text: str) -> list[str]:
+    """The option strings a replacement as SGLang names it stands for: its value dropped and
+    its brace alternatives spelled out (0.5.23's ``--cuda-graph-backend-{decode,prefill}=disabled``
+    -> ``--cuda-graph-backend-decode``, ``--cuda-graph-backend-prefill``)."""
+    f = _flag(text)
+    m = _BRACES.search(f)
+    if m is None:
+        return [f]
+    return [n for alt in m.group(1).split(",") for n in _names(f[:m.start()] + alt.strip() + f[m.end():])]
+
+
+def _takes(key: str, text: str) -> bool:
+    """Version ``key`` accepts every option a replacement ``text`` names (:func:`_names`)."""
+    return all(n in _SETS[key] for n in _names(text))
+
+
 def accepts(flag: str, version: str | None) -> bool | None:
     """Whether that version's parser takes ``flag`` (``--flag`` or ``--flag=value``); None
     when the version is not in the table."""
@@ -73,7 +92,9 @@ def status(flag: str, version: str | None) -> str:
 def replacement(flag: str, version: str | None) -> str | None:
     """The flag SGLang names instead of ``flag`` and that ``version`` accepts: its own
     deprecation note in that or an earlier version of the table, followed while the named
-    flag is itself replaced; None when SGLang names none."""
+    flag is itself replaced; None when SGLang names none. Returned as SGLang writes it, with a
+    value or brace alternatives when it names them (0.5.14+: ``--disable-cuda-graph`` ->
+    ``--cuda-graph-backend-{decode,prefill}=disabled``), accepted when each option it names is."""
     key = table_version(version)
     if key is None:
         return None
@@ -84,10 +105,10 @@ def replacement(flag: str, version: str | None) -> str | None:
                     if DEPRECATED.get(v, {}).get(f)), None)
         if new is None or new in seen:
             return None
-        if new in _SETS[key]:
+        if _takes(key, new):
             return new
         seen.add(new)
-        f = new
+        f = _flag(new)
     return None
 
 
@@ -139,10 +160,11 @@ def _history(flag: str, version: str | None) -> str | None:
             return f"it is the {since}+ name of `{old}`, use that here"
     hops: list[tuple[str, str]] = []  # (name, release that named it), following the renames
     name = f
-    while name in RENAMES and len(hops) < 4 and (not hops or _flag(name) not in known):
+    while name in RENAMES and len(hops) < 4 and (not hops or not _takes(key, name)):
         name, since = RENAMES[name]
         hops.append((name, since))
-    if hops and _flag(hops[-1][0]) in known:
+        name = name if _takes(key, name) else _flag(name)
+    if hops and _takes(key, hops[-1][0]):
         said = ", then ".join(f"`{n}` {_in(v)}" for n, v in hops)
         return f"renamed {said}"
     i = VERSIONS.index(key)
