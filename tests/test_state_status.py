@@ -275,6 +275,34 @@ def test_oom_numbers_reach_the_gpu_pane():
     assert _state(["[2026-04-23 07:32:12] Load weight begin. avail mem=94.56 GB"], state="running").oom_numbers is None
 
 
+def test_the_gpu_pane_names_what_pytorch_held_beyond_the_log_s_memory_lines():
+    """After an OOM, PyTorch's "allocated" is more than the log's memory lines name: the budget's
+    legend says how much more (the log does not say by what), not a silent gap between the
+    weights and the process's use. Input: real lines (case-01's TP0 weights line, case-19's OOM); the
+    expected numbers read off them here."""
+    import re
+
+    import pytest
+    from rich.console import Console
+
+    from mambaconsole.ui.gpu_pane import gpu_renderable, unnamed_at_oom
+
+    weights = next(t for t in (DATA / "cases" / "case-01" / "input.log").read_text().splitlines()
+                   if "TP0] Load weight end" in t)
+    oom = (DATA / "cases" / "case-19" / "input.log").read_text().splitlines()
+    weights_gib = float(re.search(r"mem usage=([\d.]+) GB", weights).group(1))
+    allocated = float(re.search(r"Of the allocated memory ([\d.]+) GiB", "\n".join(oom)).group(1))
+    st = _state([weights, *oom], state="exited", exit_code=1, pid=42)
+    assert st.status == "oom"
+    assert unnamed_at_oom(st) == pytest.approx(allocated - weights_gib)
+    console = Console(width=100, record=True, color_system=None, file=open("/dev/null", "w"))
+    console.print(gpu_renderable(st, 100, {}))
+    text = " ".join(console.export_text().split())
+    assert f"W weights {weights_gib:.2f} + unnamed before the OOM {allocated - weights_gib:.2f}" in text
+    # no memory line in the log: nothing to compare, no such row
+    assert unnamed_at_oom(_state(oom, state="exited", exit_code=1, pid=42)) is None
+
+
 def test_a_server_args_dump_is_not_an_error_line_and_E_lands_on_the_traceback():
     """Every ServerArgs dump holds ``custom_sigquit_handler=None``: it is no error line (it was,
     and ``E`` jumped to it instead of the traceback); SGLang's SIGQUIT messages still are.

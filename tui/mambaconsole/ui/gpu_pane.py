@@ -154,6 +154,23 @@ def _add_oom_row(out: Table, state: ConsoleState, colors: dict[str, str]) -> Non
         out.add_row(Text("at the OOM: " + oom.describe(), style=colors.get("error", "red")))
 
 
+#: GiB below which PyTorch's allocated memory and the log's budget are taken to agree (the two
+#: are measured differently: SGLang's "mem usage" is the drop in free device memory)
+UNNAMED_MIN_GIB = 0.5
+
+
+def unnamed_at_oom(state: ConsoleState) -> float | None:
+    """GiB PyTorch had allocated at the OOM (its message) beyond what the log's memory lines
+    name (:attr:`ConsoleState.budget_gb`: weights, pools, graphs, one rank's): what was taken
+    after the last such line, e.g. the first buffers of a pool whose allocation then failed.
+    None when either is unknown or the gap is under :data:`UNNAMED_MIN_GIB`."""
+    oom = state.oom_numbers
+    if oom is None or oom.allocated_gib is None or not state.budget_gb:
+        return None
+    gap = oom.allocated_gib - sum(state.budget_gb.values())
+    return gap if gap >= UNNAMED_MIN_GIB else None
+
+
 def _other_colour(colors: dict[str, str]) -> str:
     """The theme's muted foreground as Rich takes it (``#RRGGBB``: its ``#RRGGBBAA`` has an alpha)."""
     c = colors.get("foreground-muted", "grey50")
@@ -181,6 +198,14 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
             item.append(letter, f"black on {colors.get(var, 'blue')}")
             item.append(f" {key} {state.budget_gb[key]:.2f}")
             items.append(item)
+    gap = unnamed_at_oom(state)
+    if gap is not None:
+        # what PyTorch held at the OOM beyond the log's lines (the first buffers of the pool
+        # being built, ...): the log does not say by what
+        item = Text(no_wrap=True)
+        item.append("+", f"black on {colors.get('error', 'red')}")
+        item.append(f" unnamed before the OOM {gap:.2f}")
+        items.append(item)
     other = other_gib(state)
     if other:
         item = Text(no_wrap=True)
