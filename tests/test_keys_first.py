@@ -7,6 +7,7 @@ repeated; expected counts come from the lines generated here."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -105,38 +106,100 @@ def test_one_scan_per_batch_gives_each_line_its_own_severity_and_access_flag():
             assert access == [is_poll_access(t) for t in batch]
 
 
-async def test_a_flood_is_drawn_at_most_once_a_frame_and_its_last_lines_are_drawn():
-    from mambaconsole.ui.app import LOG_FRAME_S
+async def _fed_in_batches(app, pilot, n_batches: int, per: int, gap_s: float) -> list[tuple[float, float]]:
+    """Post ``n_batches`` batches of ``per`` lines, ``gap_s`` apart, as the tail worker does;
+    returns ``(perf_counter, the pacer's measured cost then)`` of each log-pane redraw, once
+    every line is drawn."""
+    draws: list[tuple[float, float]] = []
+    refresh = app.log_pane.refresh_from
+
+    def counted(state):
+        draws.append((time.perf_counter(), app._pacer.cost))
+        refresh(state)
+
+    app.log_pane.refresh_from = counted
+    off = 0
+    for _ in range(n_batches):
+        batch = lines(per, off)
+        off = batch[-1].offset + batch[-1].nbytes + 1
+        app.session.intake.put(LogLines("r1", batch))
+        app.post_message(M.LogPending())
+        await asyncio.sleep(gap_s)
+    for _ in range(100):
+        await pilot.pause(0.01)
+        if app.log_pane._seen_total == n_batches * per:
+            break
+    assert app.state.log_total == n_batches * per
+    assert app.log_pane._seen_total == n_batches * per  # the last batch is drawn, paced or not
+    return draws
+
+
+async def test_a_flood_is_drawn_as_its_measured_cost_allows_and_its_last_lines_are_drawn():
+    from mambaconsole.ui.app import LOG_DRAW_SHARE, LOG_FRAME_S
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
         app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
         app.state.show_log_of("r1")
         await pilot.pause(0)
-        draws: list[float] = []
+        # 40 batches of 5 lines, one every 2 ms (a flood the console keeps up with)
+        draws = await _fed_in_batches(app, pilot, 40, 5, 0.002)
+        costs = [c for _, c in draws[1:]]
+        assert costs and all(c > 0 for c in costs)  # each redraw's cost was measured before the next
+        assert max(costs) < 1.0  # CPU seconds: a redraw of one 120x40 screen, not the whole run
+        for (a, _), (b, cost) in zip(draws, draws[1:]):
+            # each redraw began no sooner than the last one's cost allows (never two in one
+            # frame's cost / share), and none waited more than LOG_FRAME_S for the pacer
+            assert b - a >= min(LOG_FRAME_S, cost / LOG_DRAW_SHARE) * 0.9
+        assert len(draws) < 40  # a redraw costs more than the 2 ms between batches: some wait
+
+
+async def test_lines_are_drawn_in_the_turn_that_folds_them_while_redraws_are_cheap(monkeypatch):
+    """A line that comes once the last redraw is on screen is drawn at once, in the turn that
+    folds it, when the redraws take a small share of the time (here: a pacer for which any cost
+    is small). With a fixed 30-a-second cap (before the pacer) a line within 33 ms of the last
+    redraw waited for a timer."""
+    import mambaconsole.ui.app as app_mod
+
+    monkeypatch.setattr(app_mod, "LOG_DRAW_SHARE", 1e9, raising=False)  # cost / share: no wait
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        folded_at: list[int] = []
+        fold = app.session.fold_log
+
+        def fold_then_note(*a):
+            out = fold(*a)
+            folded_at.append(app.state.log_total)
+            return out
+
+        app.session.fold_log = fold_then_note
+        seen: list[int] = []
         refresh = app.log_pane.refresh_from
 
-        def counted(state):
-            draws.append(asyncio.get_running_loop().time())
+        def drawn(state):
             refresh(state)
+            seen.append(app.log_pane._seen_total)
 
-        app.log_pane.refresh_from = counted
+        app.log_pane.refresh_from = drawn
         off = 0
-        # 40 batches of 5 lines, one every 2 ms (a flood the console keeps up with)
-        for _ in range(40):
-            batch = lines(5, off)
+        for _ in range(12):
+            batch = lines(1, off)
             off = batch[-1].offset + batch[-1].nbytes + 1
             app.session.intake.put(LogLines("r1", batch))
             app.post_message(M.LogPending())
-            await asyncio.sleep(0.002)
-        for _ in range(100):
-            await pilot.pause(0.01)
-            if app.log_pane._seen_total == 200:
-                break
-        assert app.state.log_total == 200
-        assert app.log_pane._seen_total == 200  # the last batch is drawn, after the frame interval
-        gaps = [b - a for a, b in zip(draws, draws[1:])]
-        assert gaps and min(gaps) >= LOG_FRAME_S * 0.9  # never two redraws within a frame
+            for _ in range(1000):
+                await asyncio.sleep(0.001)
+                if app.state.log_total == len(folded_at) > 0 and folded_at[-1] == app.state.log_total:
+                    break
+            shown = asyncio.get_running_loop().create_future()  # the redraw is on screen
+            app.call_after_refresh(shown.set_result, None)
+            await asyncio.wait_for(shown, 5)
+        await pilot.pause(0.05)
+        assert folded_at == list(range(1, 13))
+        assert seen == list(range(1, 13))  # each line drawn when folded: one redraw per line
 
 
 async def test_what_the_first_paint_does_not_need_starts_once_the_log_is_drawn(monkeypatch):

@@ -22,3 +22,37 @@ def test_a_box_grows_at_once_and_shrinks_only_after_its_height_went_unused():
     assert steady_height(box, two, 2, 0.3 + SHRINK_AFTER_S * 0.9)[1] is False
     assert steady_height(box, two, 2, 0.31 + SHRINK_AFTER_S) == (two, True)  # unused long enough: shrinks
     assert steady_height(box, two, 2, 10.0) == (two, False)
+
+
+def test_the_pacer_lets_a_redraw_start_at_once_unless_the_last_is_unshown_or_dear():
+    from mambaconsole.ui.redraw import FramePacer
+
+    p = FramePacer(share=0.5, longest=1 / 30)
+    assert p.due() == float("-inf")  # nothing drawn yet: at once
+    p.begin(10.0)
+    assert p.due() == float("inf")  # not on screen yet: a redraw now would go out with it
+    p.shown(0.004)  # 4 ms of CPU: half the time drawing means 8 ms from start to start
+    assert abs(p.due() - 10.008) < 1e-9
+    p.begin(10.008)
+    p.shown(0.5)  # a dear redraw (a flood's folding counted in): never more than 1/30 s
+    assert abs(p.due() - (10.008 + 1 / 30)) < 1e-9
+    p.begin(11.0)
+    p.shown(-0.001)  # a clock that went back counts as free
+    assert p.due() == 11.0
+
+
+def test_textual_is_told_to_write_a_frame_within_a_millisecond_of_a_change():
+    """The console's ui package sets Textual's frame rate before Textual reads it (once, at
+    import): its update timer's period is 1 ms, not 1/60 s; a TEXTUAL_FPS of the user's wins."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import mambaconsole.ui.app, textual.screen as s; print(s.UPDATE_PERIOD)"
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert float(out.stdout) == 0.001
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "TEXTUAL_FPS": "50"}, capture_output=True,
+                         text=True, check=True)
+    assert float(out.stdout) == 0.02

@@ -1,0 +1,20 @@
+"""The console's Textual screens and widgets (the only package that imports Textual).
+
+Frame rate: Textual writes a screen update at most ``TEXTUAL_FPS`` times a second (default
+60), on a timer that runs in phase with its first tick (textual 8.2.8 ``screen.py``
+``UPDATE_PERIOD`` and ``Screen._on_timer_update``, ``timer.py`` ``Timer._run``): a widget
+changed just after a frame waits 17-33 ms for the next one, more than the whole path of a log
+line from the node's file to the console (under a millisecond over loopback SSH). The console
+paces its own redraws (``app.py`` ``LOG_DRAW_SHARE``, ``redraw.py`` ``FramePacer``), so
+Textual's timer is set to :data:`FRAMES_PER_SECOND`: a frame follows a change within a
+millisecond or two. ``textual.constants`` reads the variable once, when it is first imported,
+so this is set before any ``ui`` module imports Textual; a ``TEXTUAL_FPS`` the user set wins.
+"""
+
+import os
+
+#: screen updates per second Textual may write at most (its update timer's period is the
+#: inverse: 1 ms); the console's own pacing, not this, bounds how often the log is drawn
+FRAMES_PER_SECOND = 1000
+
+os.environ.setdefault("TEXTUAL_FPS", str(FRAMES_PER_SECOND))

@@ -36,6 +36,7 @@ from mambaconsole.ui.footer import KeyFooter
 from mambaconsole.ui.gpu_pane import GpuPane
 from mambaconsole.ui.header import StatusBar
 from mambaconsole.ui.log_pane import LogPane
+from mambaconsole.ui.redraw import FramePacer
 from mambaconsole.ui.screenshot import portable_svg
 from mambaconsole.ui.spec_pane import SpecPane
 
@@ -50,11 +51,15 @@ LOG_SLICE_S = 0.012
 #: often (seconds), the other panes at most every LOG_DRAW_ALL_S
 LOG_DRAW_S = 0.25
 LOG_DRAW_ALL_S = 2.0
-#: the panes are redrawn from folded log lines at most this often (seconds): a line after a
-#: quiet spell is drawn at once, a flood at most 30 times a second (each redraw re-renders the
-#: log view, the status line, the speculative stats; at Textual's 60 frames a second a flood
-#: spent most of the CPU drawing and key presses waited behind the frames)
+#: the panes are redrawn from folded log lines as soon as they change, unless their redraws
+#: would take more than LOG_DRAW_SHARE of the app's time (ui/redraw.py FramePacer: a redraw
+#: costs what the app's thread spent until the screen update showing it, about 3-8 ms for a
+#: one-line change at 120x40 on this project's 2-core box); a redraw never waits more than
+#: LOG_FRAME_S (seconds) after the last one: a flood, whose redraws are dear, is drawn 30 times
+#: a second (at Textual's 60 frames a second a flood spent most of the CPU drawing and key
+#: presses waited behind the frames)
 LOG_FRAME_S = 1 / 30
+LOG_DRAW_SHARE = 0.5
 #: after a key press (or a mouse click or wheel turn) the log's folding waits this long
 #: (seconds): the key travels the app, the screen, the focused widget and back to the app's
 #: bindings, its action runs and its screen update is drawn, each step a turn of the event loop
@@ -199,7 +204,8 @@ class ConsoleApp(App[int]):
         self._input_at = -1.0  # the last key press or click (perf_counter)
         self._fold_paused = False  # _log_pending waits for input (INPUT_HOLD_S)
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
-        self._log_frame_timer = None  # a Timer: draws what the last fold changed, LOG_FRAME_S after the last draw
+        self._log_frame_timer = None  # a Timer: draws what the last fold changed once the pacer lets it
+        self._pacer = FramePacer(LOG_DRAW_SHARE, LOG_FRAME_S)  # when the log's next redraw may start
 
     @property
     def state(self) -> ConsoleState:
@@ -384,7 +390,7 @@ class ConsoleApp(App[int]):
         """Fold the waiting log lines in for at most LOG_SLICE_S seconds; with more waiting, go
         again after the messages queued meanwhile (key presses first). While lines wait, the
         panes are redrawn every LOG_DRAW_S seconds, not after every slice; once none wait, at
-        once, or LOG_FRAME_S after the last redraw."""
+        once, or when the pacer lets the next redraw start (:data:`LOG_DRAW_SHARE`)."""
         if self._closing:
             return
         t0 = time.perf_counter()
@@ -403,16 +409,13 @@ class ConsoleApp(App[int]):
             self._frozen_after_log = True
             gc.freeze()
         if not more:
-            if now - self._drawn_at >= LOG_FRAME_S:
-                self._draw_log_changes()
-            elif self._log_frame_timer is None and changed:
-                self._log_frame_timer = self.set_timer(self._drawn_at + LOG_FRAME_S - now, self._draw_log_changes)
+            self._draw_when_due(now)
         elif now - self._drawn_at >= LOG_DRAW_S:
             # behind: the log and the header often, the other panes (a new layout each, as
             # their text changes height) once a second
             all_due = now - self._drawn_all_at >= LOG_DRAW_ALL_S
             every = set(changed) if all_due else changed & {"log", "header"}
-            self.refresh_panes(every)
+            self._draw(every)
             changed -= every
             self._drawn_at = now
             if all_due:
@@ -434,17 +437,44 @@ class ConsoleApp(App[int]):
         await super().on_event(event)
 
     def _draw_log_changes(self) -> None:
-        """Redraw the panes the folded log lines changed (:data:`LOG_FRAME_S` apart at most)."""
+        """Redraw the panes the folded log lines changed (paced: :data:`LOG_DRAW_SHARE`)."""
         if self._log_frame_timer is not None:
             self._log_frame_timer.stop()
             self._log_frame_timer = None
         if self._closing:
             return
-        self.refresh_panes(self._log_changed)
+        self._draw(self._log_changed)
         self._log_changed.clear()
         self._drawn_at = self._drawn_all_at = time.perf_counter()
         if not self.session.first_log_shown and self.state.reading_left() is None:
             self.call_after_refresh(self.session.log_shown)  # the log's history is read and drawn
+
+    def _draw_when_due(self, now: float) -> None:
+        """Draw the log's changes now if the pacer lets a redraw start, else once it does (a
+        timer; or, while the last redraw is not on screen yet, :meth:`_shown` asks again)."""
+        due = self._pacer.due()
+        if now >= due:
+            self._draw_log_changes()
+        elif self._log_frame_timer is None and self._log_changed and due != float("inf"):
+            self._log_frame_timer = self.set_timer(due - now, self._draw_log_changes)
+
+    def _draw(self, panes: set[str]) -> None:
+        """Redraw ``panes`` from the log's changes, its cost measured for the pacer (the app's
+        thread's CPU time until the screen update that shows it is written)."""
+        if not panes:
+            return
+        self._pacer.begin(time.perf_counter())
+        cpu = time.thread_time()
+        self.refresh_panes(panes)
+        self.call_after_refresh(self._shown, cpu)
+
+    def _shown(self, cpu: float) -> None:
+        """The last redraw is on screen (``cpu``: the thread's CPU time when it began); what
+        the log changed meanwhile is drawn when the pacer lets it (unless lines still wait:
+        :meth:`_log_pending` draws then)."""
+        self._pacer.shown(time.thread_time() - cpu)
+        if self._log_changed and not self._closing and not self.session.intake.pending:
+            self._draw_when_due(time.perf_counter())
 
     # ----------------------------------------------------------------- actions
     def check_action(self, action: str, parameters) -> bool | None:

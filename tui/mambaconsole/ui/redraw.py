@@ -57,3 +57,41 @@ def steady_height(widget: Any, content: Any, rows: int, now: float) -> tuple[Any
     padded = content.copy()
     padded.append("\n" * (kept - rows))
     return padded, False
+
+
+class FramePacer:
+    """When the next redraw of the log's panes may start: at once, unless the last one is not
+    on screen yet or the redraws would take more than ``share`` of the app's time. A redraw's
+    cost is what the app's thread spent from its start until the screen update that shows it
+    was written (CPU seconds, so a busy machine does not count against it; anything the app
+    did meanwhile, such as folding more lines of a flood, counts, so a flood slows the redraws
+    down). The next redraw starts at least ``cost / share`` seconds (wall clock,
+    ``time.perf_counter``) after the last one began, and never has to wait more than
+    ``longest`` seconds after it was shown: a line after a quiet spell is drawn at once, lines
+    10 ms apart each in their own frame when a frame costs a few milliseconds, and a flood at
+    most ``1 / longest`` times a second once its frames are dear."""
+
+    def __init__(self, share: float, longest: float) -> None:
+        self.share = share
+        self.longest = longest
+        self.started = float("-inf")  # perf_counter seconds: the last redraw began
+        self.cost = 0.0  # CPU seconds: what the last measured redraw cost
+        #: the last redraw is not on screen yet (a redraw now would be written with it)
+        self.in_flight = False
+
+    def due(self) -> float:
+        """The earliest ``time.perf_counter()`` at which the next redraw may start (infinite
+        while the last one is :attr:`in_flight`)."""
+        if self.in_flight:
+            return float("inf")
+        return self.started + min(self.longest, self.cost / self.share)
+
+    def begin(self, now: float) -> None:
+        """A redraw starts at ``now`` (perf_counter seconds)."""
+        self.started = now
+        self.in_flight = True
+
+    def shown(self, cost: float) -> None:
+        """The redraw begun last is on screen; it cost ``cost`` CPU seconds."""
+        self.cost = max(0.0, cost)
+        self.in_flight = False
