@@ -141,3 +141,31 @@ async def test_a_narrow_status_line_keeps_the_essentials_and_marks_what_gave_way
             assert text.endswith("…"), text
         if width == 52:  # room for one of the two: the hidden poll lines stay, the count goes
             assert "0 poll lines hidden (a)" in text and "1234" not in text, text
+
+
+async def test_a_scroll_key_moves_the_view_at_once_without_an_animation():
+    """up / down / page up / page down / home move the log view in one step, in the key's own
+    turn (Textual animates a keyboard scroll: one row took 20 ms and several frames)."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        texts = w.write(200, [decode(i) for i in range(200)])
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+        view.focus()
+        await pilot.pause(0.05)
+        end = view.scroll_y
+        assert end == view.max_scroll_y > 100
+        height = view.scrollable_content_region.height
+        steps = []
+        for key, action in (("up", view.action_scroll_up), ("up", view.action_scroll_up),
+                            ("down", view.action_scroll_down), ("pageup", view.action_page_up),
+                            ("pagedown", view.action_page_down), ("home", view.action_scroll_home)):
+            before = view.scroll_y
+            action()  # what the key's binding runs
+            steps.append((key, before - view.scroll_y))  # moved already, no frame in between
+            assert not app.animator.is_being_animated(view, "scroll_y"), key
+            await pilot.pause(0.02)
+        assert steps == [("up", 1), ("up", 1), ("down", -1), ("pageup", height), ("pagedown", -height),
+                         ("home", end - 1)]
+        assert visible(view)[0] == drawn(texts[0], width_of(view))[0]

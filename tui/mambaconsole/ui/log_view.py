@@ -33,6 +33,7 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -157,6 +158,44 @@ class LogView(ScrollView, can_focus=True):
         # since keeps that anchor (the end of a short log clamped it, so that "at the end"
         # there was not a choice to follow)
         self._toggled: tuple[tuple[str, int, int], float] | None = None
+
+    # ------------------------------------------------------------------ keys
+    # A key scrolls the view at once, as a pager does: Textual animates a keyboard scroll (50
+    # rows a second, textual 8.2.8 widget.py ``Widget._scroll_to``), so one row's scroll took
+    # 20 ms and several frames, each a render of every row in sight (under a flood, frames the
+    # folding waited behind)
+    def action_scroll_up(self) -> None:
+        self._key_scroll(self.allow_vertical_scroll, self.scroll_up, immediate=True)
+
+    def action_scroll_down(self) -> None:
+        self._key_scroll(self.allow_vertical_scroll, self.scroll_down, immediate=True)
+
+    def action_page_up(self) -> None:
+        self._key_scroll(self.allow_vertical_scroll, self.scroll_page_up)
+
+    def action_page_down(self) -> None:
+        self._key_scroll(self.allow_vertical_scroll, self.scroll_page_down)
+
+    def action_scroll_left(self) -> None:
+        self._key_scroll(self.allow_horizontal_scroll, self.scroll_left, immediate=True)
+
+    def action_scroll_right(self) -> None:
+        self._key_scroll(self.allow_horizontal_scroll, self.scroll_right, immediate=True)
+
+    def action_page_left(self) -> None:
+        self._key_scroll(self.allow_horizontal_scroll, self.scroll_page_left)
+
+    def action_page_right(self) -> None:
+        self._key_scroll(self.allow_horizontal_scroll, self.scroll_page_right)
+
+    def action_scroll_home(self) -> None:
+        self._key_scroll(self._allow_scroll, self.scroll_home, x_axis=self.scroll_y == 0, immediate=True)
+
+    @staticmethod
+    def _key_scroll(allowed: bool, scroll, **kw) -> None:
+        if not allowed:
+            raise SkipAction()
+        scroll(animate=False, **kw)
 
     # ------------------------------------------------------------------ content
     def clear(self) -> None:
