@@ -25,6 +25,9 @@ _UNSEEN = object()  # a log event type whose handler is not looked up yet
 #: log events folded per parser call (a whole batch's events alive at once would outlive the
 #: young generation)
 CHUNK = 64
+#: the panes that show the fold's claims (the header; the spec pane shows a failure, ServerArgs
+#: the flags that sized an OOM)
+_CLAIMS = frozenset({"header", "spec", "args"})
 
 
 class FoldSlice:
@@ -63,7 +66,7 @@ class FoldSlice:
         tracebacks complete when the next record starts, or at :meth:`flush`). ``shift``: the
         lines are history read back, dated by their own timestamps + ``shift`` seconds."""
         changed: set[str] = set()
-        feed_many, fold = self._parser.feed_many, self._on_sglang
+        feed_many = self._parser.feed_many
         self._shift = shift
         try:
             for i in range(0, len(texts), CHUNK):
@@ -71,19 +74,17 @@ class FoldSlice:
                     events = feed_many(texts[i:i + CHUNK])
                 except Exception:  # noqa: BLE001,S112 - the parser promises not to raise; never let a line break the UI
                     continue
-                for e in events:
-                    changed |= fold(e)
+                if events:
+                    changed |= self._fold_events(events)
         finally:
             self._shift = None
         return changed
 
     def flush(self) -> set[str]:
         """The log went idle: complete the pending record (a traceback at the end of the log)."""
-        changed: set[str] = set()
         if self._parser_obj is None:
-            return changed
-        for e in self._parser.flush():
-            changed |= self._on_sglang(e)
+            return set()
+        changed = self._fold_events(self._parser.flush())
         return changed | ({"header"} if changed else set())
 
     def when(self, e: Any) -> float:
@@ -95,26 +96,39 @@ class FoldSlice:
                 return v + self._shift
         return self.clock()
 
-    def _on_sglang(self, e: Any) -> set[str]:
+    def _fold_events(self, events: list[Any]) -> set[str]:
+        """Fold ``events`` (log order) into the run fold, then show each through its handlers
+        (:meth:`_handler`; an event type without one costs a dict look-up); returns the panes
+        to redraw. What the fold claims (failure, request errors, serving, pending error) is
+        compared once for the events, not per event: a change in it redraws the header, the
+        spec pane (it shows a failure) and ServerArgs (the flags that sized an OOM); so does
+        a new boot (a ``server_args=`` dump after an earlier boot), which also voids what the
+        earlier boot said (:meth:`new_boot`, ``on_new_boot``) before the next event is shown."""
+        changed: set[str] = set()
         fold = self.fold
-        boots = fold.boots
-        n = len(boots)
+        feed, boots, view = fold.feed, fold.boots, self._view
         b = boots[-1]
         before = (b.failure, len(b.request_errors), b.serving, b.pending_error)
-        fold.feed(e)
-        if len(boots) > n:
-            self.new_boot()
-            self._on_new_boot()  # the server was launched again into the same log
-        b = boots[-1]
-        changed = set() if before == (b.failure, len(b.request_errors), b.serving, b.pending_error) else {
-            "header", "spec", "args"}  # the spec pane shows a failure, ServerArgs the flags that sized an OOM
-        if b.serving and not self.ready_seen:
-            self.ready_seen = True  # SGLang's ready line, batches served, or startup complete + a 200
-            self.ready_at = self.when(e)
-        handler = self._view.get(type(e), _UNSEEN)
-        if handler is _UNSEEN:
-            handler = self._handler(type(e))
-        return changed | handler(e) if handler is not None else changed
+        for e in events:
+            feed(e)
+            if boots[-1] is not b:
+                b = boots[-1]
+                self.new_boot()
+                self._on_new_boot()  # the server was launched again into the same log
+                changed |= _CLAIMS
+            if not self.ready_seen and b.serving:
+                self.ready_seen = True  # SGLang's ready line, batches served, or startup complete + a 200
+                self.ready_at = self.when(e)
+            handler = view.get(type(e), _UNSEEN)
+            if handler is _UNSEEN:
+                handler = self._handler(type(e))
+            if handler is not None:
+                shown = handler(e)
+                if shown:
+                    changed |= shown
+        if before != (b.failure, len(b.request_errors), b.serving, b.pending_error):
+            changed |= _CLAIMS
+        return changed
 
     def _handler(self, cls: type) -> Callable[[Any], set[str]] | None:
         """The handler of log event type ``cls`` bound to the slices (its entry in the table,
