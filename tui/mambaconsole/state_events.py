@@ -27,8 +27,9 @@ class LogLine:
 @dataclass(frozen=True)
 class LogLines:
     """A batch of consecutive lines of one run's log (workers batch to keep the UI cheap).
-    ``lines``: :class:`LogLine` or any object with its ``offset``, ``text`` and ``nbytes`` (the
-    node layer's :class:`mambaconsole.node.agent.LogLine`, taken as is: one object per line).
+    ``lines``: the node layer's :class:`mambaconsole.node.agent.LineBatch` (parallel lists, no
+    object per line: what the log tail gives), or a sequence of :class:`LogLine` or of any
+    object with its ``offset``, ``text`` and ``nbytes``; :meth:`columns` reads either.
     ``reset``: the file was truncated or rotated; ``lines`` restart at offset 0.
     ``size``: the file's size on the node when the batch was sent (bytes; ``size`` minus the
     offset read so far is how far behind the node the console is). ``opened_size``: the reader
@@ -47,6 +48,19 @@ class LogLines:
     time_shift: float | None = None
     skipped: tuple[int, int] | None = None
     earlier: tuple[int, int] | None = None
+
+    def columns(self) -> tuple[list[int], list[str], list[int]]:
+        """``(offsets, texts, nbytes)``: each line's byte offset, text and length in bytes
+        without its newline (a ``LogLine`` without ``nbytes``: its text's UTF-8 length), as
+        parallel lists; a ``LineBatch``'s own lists (not copied: read them, never change them)."""
+        lines = self.lines
+        offsets = getattr(lines, "offsets", None)
+        if offsets is not None:
+            return offsets, lines.texts, lines.nbytes  # type: ignore[attr-defined]
+        texts = [ln.text for ln in lines]
+        return ([ln.offset for ln in lines], texts,
+                [ln.nbytes if ln.nbytes is not None else len(t.encode("utf-8", "surrogateescape"))
+                 for ln, t in zip(lines, texts)])
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from mambaconsole.backoff import RECONNECT, Backoff
 from mambaconsole.errors import ConsoleError
 from mambaconsole.state_events import Connection
 from mambaconsole.units import fmt_duration
-from mambaconsole.node.agent import LogLine, agent_record_batches, log_lines
+from mambaconsole.node.agent import LineBatch, agent_record_batches, log_batch
 from mambaconsole.node.base import Node, NodeError
 
 #: how often the watchdog looks at the connection while it is up, seconds
@@ -45,8 +45,8 @@ CHECK_S = 0.5
 
 @dataclass(frozen=True)
 class FollowBatch:
-    """What :meth:`Supervisor.follow_log` yields: consecutive complete ``lines`` (each with
-    its byte offset), and ``end``, the offset just past the last byte received. ``reset`` is
+    """What :meth:`Supervisor.follow_log` yields: consecutive complete ``lines`` (a
+    :class:`~mambaconsole.node.agent.LineBatch`: each line's byte offset, text and length), and ``end``, the offset just past the last byte received. ``reset`` is
     ``"truncated"`` or ``"rotated"`` when the file started over (the lines then restart at 0);
     ``run`` the run's status record when it changed (see node_agent.py ``run`` records);
     ``resumed`` is True for the first batch after a reconnect. ``size``: the file's size in
@@ -55,7 +55,7 @@ class FollowBatch:
     (size, start offset, node clock, UTC offset); ``skipped``: ``(offset, end)``, the byte range
     the agent did not send (the middle of a long log, see ``follow_log``'s ``tail_bytes``)."""
 
-    lines: tuple[LogLine, ...] = ()
+    lines: LineBatch = field(default_factory=LineBatch)
     end: int = 0
     reset: str | None = None
     run: dict | None = field(default=None)
@@ -277,28 +277,28 @@ class Supervisor:
                                              head_until=head_until)
             try:
                 async for recs in agent:
-                    lines: list[LogLine] = []
+                    lines = LineBatch()
                     reset = None
                     run = opened = None
                     for rec in recs:
                         t = rec.get("type")
                         if t == "log":
-                            lines += log_lines(rec)
+                            lines.extend(log_batch(rec))
                             pos = int(rec["end"])
                             size = rec.get("size")
                         elif t == "log_skip":
                             # the head first, then the skip: the tail's lines follow it
-                            yield FollowBatch(tuple(lines), pos, reset, run, resumed, size, opened,
+                            yield FollowBatch(lines, pos, reset, run, resumed, size, opened,
                                               (int(rec["offset"]), int(rec["end"])))
-                            lines, reset, run, opened, resumed = [], None, None, None, False
+                            lines, reset, run, opened, resumed = LineBatch(), None, None, None, False
                             pos = int(rec["end"])
                         elif t == "log_open":
                             opened = rec
                             size = rec.get("size")
                         elif t == "log_reset":
                             if lines:  # lines of the old file first, then the reset
-                                yield FollowBatch(tuple(lines), pos, None, None, resumed, size, opened)
-                                lines, resumed, opened = [], False, None
+                                yield FollowBatch(lines, pos, None, None, resumed, size, opened)
+                                lines, resumed, opened = LineBatch(), False, None
                             pos = 0
                             reset = rec.get("reason") or "truncated"
                         elif t == "run":
@@ -306,7 +306,7 @@ class Supervisor:
                     got_any = True
                     failures = 0
                     if lines or reset or run is not None or opened is not None:
-                        yield FollowBatch(tuple(lines), pos, reset, run, resumed, size, opened)
+                        yield FollowBatch(lines, pos, reset, run, resumed, size, opened)
                         resumed = False
             except NodeError as exc:
                 self.check(str(exc))

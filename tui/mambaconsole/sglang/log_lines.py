@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["classify", "severity", "severities", "is_poll_access", "poll_access_flags", "POLL_PATHS"]
+__all__ = ["classify", "first_error", "severity", "severities", "is_poll_access", "poll_access_flags",
+           "POLL_PATHS"]
 
 # SIGQUIT: SGLang's two messages (sglang-observables: "Received sigquit from a child process",
 # "SIGQUIT received. signum=..."), not any mention (every ServerArgs dump holds
@@ -78,6 +79,15 @@ def severities(texts: list[str], joined: str | None = None) -> list[str]:
     for i in _batch_hits(texts, joined, _HINTS):
         out[i] = severity(texts[i])
     return out
+
+
+def first_error(texts: list[str]) -> int | None:
+    """The index of the first of ``texts`` whose :func:`severity` is ``error``, else None: one
+    scan of the joined batch for the error hints; only the lines holding one are read further."""
+    for i in _batch_hits(texts, None, _ERR_HINTS):
+        if severity(texts[i]) == "error":
+            return i
+    return None
 
 
 def poll_access_flags(texts: list[str], joined: str | None = None) -> list[bool]:

@@ -10,6 +10,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from mambaconsole.sglang.log_lines import classify
+
 
 class SpecPoint(NamedTuple):
     """One decode batch's speculative numbers (kept in a :class:`TupleBuffer`)."""
@@ -95,10 +97,76 @@ class TupleBuffer:
 
 
 class LineBuffer(TupleBuffer):
-    """The last ``maxlen`` lines of a log as :class:`ShownLine` (see :class:`TupleBuffer`)."""
+    """The last ``maxlen`` lines of a log as :class:`ShownLine` (see :class:`TupleBuffer`).
 
-    __slots__ = ()
+    Lines added as texts (:meth:`add_texts`) get their severity and access flag
+    (:func:`~mambaconsole.sglang.log_lines.classify`, one scan for them all) when first read:
+    while a long log is read, most of its lines leave the buffer before any pane reads them,
+    and those are never classified."""
+
+    __slots__ = ("_unread",)
     _make = ShownLine._make
+
+    def __init__(self, lines: Iterable[tuple] = (), maxlen: int | None = None) -> None:
+        super().__init__(lines, maxlen)
+        self._unread = 0  # the last records, stored as (offset, text): not classified yet
+
+    def add_texts(self, offsets: list[int], texts: list[str]) -> None:
+        """Append lines given as parallel lists of byte offsets and texts (only the last
+        ``maxlen`` of them are stored: the others would leave at once)."""
+        n = len(texts)
+        cap = self._d.maxlen
+        if cap is not None and n > cap:
+            offsets, texts, n = offsets[n - cap:], texts[n - cap:], cap
+        self._d.extend(zip(offsets, texts))
+        self._unread = min(self._unread + n, len(self._d))
+
+    def _settle(self) -> None:
+        """Classify the lines added as texts and not read yet (the buffer's last records)."""
+        k = self._unread
+        if not k:
+            return
+        self._unread = 0
+        d = self._d
+        recs = list(itertools.islice(reversed(d), k))
+        recs.reverse()
+        for _ in range(k):
+            d.pop()
+        texts = [r[1] for r in recs]
+        sevs, access = classify(texts)
+        d.extend(zip([r[0] for r in recs], texts, sevs, access))
+
+    def __iter__(self) -> Iterator[Any]:
+        self._settle()
+        return super().__iter__()
+
+    def __reversed__(self) -> Iterator[Any]:
+        self._settle()
+        return super().__reversed__()
+
+    def __getitem__(self, i: int) -> Any:
+        self._settle()
+        return super().__getitem__(i)
+
+    def raw(self, i: int) -> tuple:
+        self._settle()
+        return super().raw(i)
+
+    def append(self, *fields: Any) -> None:
+        self._settle()
+        super().append(*fields)
+
+    def extend(self, records: Iterable[tuple]) -> None:
+        self._settle()
+        super().extend(records)
+
+    def clear(self) -> None:
+        self._unread = 0
+        super().clear()
+
+    def tail_raw(self, n: int) -> list[tuple]:
+        self._settle()
+        return super().tail_raw(n)
 
 
 class SpecBuffer(TupleBuffer):

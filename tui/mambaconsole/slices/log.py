@@ -1,15 +1,19 @@
 """The ``log`` slice: the shown run's log as the log pane shows it (the last ``LOG_KEEP`` lines,
-each with its severity and whether it is a poll's access line, :mod:`mambaconsole.sglang.log_lines`)
-and where its reader is in the file on the node (byte offsets, the file's size, a skipped
-middle, pages read back). Fed by :class:`~mambaconsole.state.LogLines`; the current run's lines
-go on, each byte once, to the ``fold`` slice (one call per batch)."""
+each with its severity and whether it is a poll's access line, :mod:`mambaconsole.sglang.log_lines`,
+worked out when a pane first reads them) and where its reader is in the file on the node (byte
+offsets, the file's size, a skipped middle, pages read back). Fed by
+:class:`~mambaconsole.state.LogLines` (a batch's lines as parallel lists, no object per line);
+the current run's lines go on, each byte once, to the ``fold`` slice (one call per batch)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
+from itertools import repeat
+from operator import add
 from typing import TYPE_CHECKING, Any
 
-from mambaconsole.sglang.log_lines import classify
+from mambaconsole.sglang.log_lines import classify, first_error
 from mambaconsole.sglang.text import envelope_seconds
 from mambaconsole.slices.buffers import LineBuffer
 
@@ -105,34 +109,25 @@ class LogSlice:
                 self._understood = 0
                 self._runs.notice = ("the run's log was truncated or replaced on the node: read again from its start "
                                "(what it held before is gone from the file)")
-        lines = [ln for ln in ev.lines if ln.offset >= self.log_offset] if self.log_offset else list(ev.lines)
+        offsets, texts, understand = self._new_lines(ev, following_current)
         # lines the file held when it was opened are history: their own timestamps, not now
-        history = bool(lines) and self.log_open_size is not None and lines[0].offset < self.log_open_size \
+        history = bool(offsets) and self.log_open_size is not None and offsets[0] < self.log_open_size \
             and self._time_shift is not None
-        if lines:
+        if offsets:
             self._line_t = self.clock()
             if history:
-                self._line_t = self._last_line_time(lines) or self._line_t
+                self._line_t = self._last_line_time(texts) or self._line_t
             if following_current:
                 self._runs.note_data(self._line_t, history=history)
-        texts = [ln.text for ln in lines]
-        sevs, access = classify(texts)
-        log = self.log
-        understand: list[str] = []
-        for line, text, sev, acc in zip(lines, texts, sevs, access):
-            if line.offset < self.log_offset:
-                continue  # already seen (reconnect resumes from an offset): never repeat a line
-            n = line.nbytes if line.nbytes is not None else len(text.encode("utf-8", "surrogateescape"))
-            self.log_offset = line.offset + n + 1
-            if following_current and line.offset >= self._understood:
-                understand.append(text)  # never folded twice: the pane may re-read the log from 0
-                self._understood = self.log_offset
-            if len(log) == log.maxlen:
-                self.log_dropped += 1
-            log.append(line.offset, text, sev, acc)
-            self.log_total += 1
-            if sev == "error" and self.first_error_offset is None:
-                self.first_error_offset = line.offset
+            log = self.log
+            if log.maxlen is not None:
+                self.log_dropped += max(0, len(log) + len(offsets) - log.maxlen)
+            log.add_texts(offsets, texts)  # classified when a pane reads them (most never are)
+            self.log_total += len(offsets)
+            if self.first_error_offset is None:
+                i = first_error(texts)
+                if i is not None:
+                    self.first_error_offset = offsets[i]
         if understand and following_current:
             changed |= self._fold.understand_many(understand, self._time_shift if history else None)
         if ev.skipped is not None:
@@ -145,6 +140,52 @@ class LogSlice:
                     changed |= self._fold.flush()
                     self._understood = max(self._understood, b)
         return changed
+
+    def _new_lines(self, ev: LogLines, following_current: bool) -> tuple[list[int], list[str], list[str]]:
+        """The lines of ``ev`` not seen yet, as ``(offsets, texts, to_understand)``, moving
+        :attr:`log_offset` past them: a line starting before it was seen (a reconnect resumes
+        from an offset; never repeat a line); ``to_understand``: the texts of the current run's
+        lines SGLang knowledge has not folded in yet (each byte once, whatever log the pane
+        re-reads), moving ``_understood`` past them. Consecutive lines (what the tail gives)
+        are cut where those offsets fall (:func:`bisect.bisect_left`); other batches are read
+        line by line (:meth:`_new_lines_each`), with the same result on consecutive lines."""
+        offsets, texts, nbytes = ev.columns()
+        n = len(offsets)
+        if not n:
+            return [], [], []
+        ends = list(map(add, offsets, nbytes))  # each line's newline
+        if offsets[1:] != list(map(add, ends[:-1], repeat(1, n - 1))):
+            return self._new_lines_each(offsets, texts, nbytes, following_current)
+        if self.log_offset > offsets[0]:
+            i = bisect_left(offsets, self.log_offset)
+            offsets, texts, ends = offsets[i:], texts[i:], ends[i:]
+            if not offsets:
+                return [], [], []
+        self.log_offset = ends[-1] + 1
+        understand: list[str] = []
+        if following_current:
+            u = bisect_left(offsets, self._understood) if self._understood > offsets[0] else 0
+            if u < len(offsets):
+                understand = texts[u:] if u else texts
+                self._understood = self.log_offset
+        return offsets, texts, understand
+
+    def _new_lines_each(self, offsets: list[int], texts: list[str], nbytes: list[int],
+                        following_current: bool) -> tuple[list[int], list[str], list[str]]:
+        """:meth:`_new_lines` for any batch, one line at a time."""
+        kept_o: list[int] = []
+        kept_t: list[str] = []
+        understand: list[str] = []
+        for off, text, n in zip(offsets, texts, nbytes):
+            if off < self.log_offset:
+                continue  # already seen (reconnect resumes from an offset): never repeat a line
+            self.log_offset = off + n + 1
+            if following_current and off >= self._understood:
+                understand.append(text)  # never folded twice: the pane may re-read the log from 0
+                self._understood = self.log_offset
+            kept_o.append(off)
+            kept_t.append(text)
+        return kept_o, kept_t, understand
 
     def page_back_range(self, nbytes: int = 1 << 20) -> tuple[int, int, bool] | None:
         """The bytes to read for the log pane's next page back, ``(offset, end, aligned)``
@@ -188,10 +229,9 @@ class LogSlice:
         self.log_generation += 1  # the pane starts over, with the page in place
         return {"log"}
 
-    def _last_line_time(self, lines: list[Any]) -> float | None:
-        """This console's clock time of the last of ``lines`` that carries an envelope time."""
-        for ln in reversed(lines[-64:]):
-            t = ln.text
+    def _last_line_time(self, texts: list[str]) -> float | None:
+        """This console's clock time of the last of ``texts`` that carries an envelope time."""
+        for t in reversed(texts[-64:]):
             if t.startswith("["):
                 v = envelope_seconds(t[1:24])  # "[2026-10-01 12:34:56.789 TP0] ..." (ms optional)
                 if v is not None:
