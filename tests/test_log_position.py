@@ -144,8 +144,8 @@ async def test_a_narrow_status_line_keeps_the_essentials_and_marks_what_gave_way
 
 
 async def test_a_scroll_key_moves_the_view_at_once_without_an_animation():
-    """up / down / page up / page down / home move the log view in one step, in the key's own
-    turn (Textual animates a keyboard scroll: one row took 20 ms and several frames)."""
+    """up / down / page up / page down / home / end move the log view in one step, in the
+    key's own turn (Textual animates a keyboard scroll: one row took 20 ms and several frames)."""
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
         w = await started(app, pilot)
@@ -160,12 +160,42 @@ async def test_a_scroll_key_moves_the_view_at_once_without_an_animation():
         steps = []
         for key, action in (("up", view.action_scroll_up), ("up", view.action_scroll_up),
                             ("down", view.action_scroll_down), ("pageup", view.action_page_up),
-                            ("pagedown", view.action_page_down), ("home", view.action_scroll_home)):
+                            ("pagedown", view.action_page_down), ("home", view.action_scroll_home),
+                            ("end", view.action_scroll_end)):
             before = view.scroll_y
             action()  # what the key's binding runs
             steps.append((key, before - view.scroll_y))  # moved already, no frame in between
             assert not app.animator.is_being_animated(view, "scroll_y"), key
             await pilot.pause(0.02)
         assert steps == [("up", 1), ("up", 1), ("down", -1), ("pageup", height), ("pagedown", -height),
-                         ("home", end - 1)]
-        assert visible(view)[0] == drawn(texts[0], width_of(view))[0]
+                         ("home", end - 1), ("end", -end)]
+        assert visible(view)[-1] == drawn(texts[-1], width_of(view))[-1]
+
+
+async def test_one_row_up_from_the_end_pauses_the_log_and_new_lines_do_not_undo_it():
+    """Under a flood, ``up`` once left the view one row above the end, which still counted as
+    "following": the next lines scrolled it back and the key was lost (pressing ``down`` then
+    changed nothing)."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        w.write(200)
+        await pilot.pause(0.05)
+        pane, view = app.log_pane, app.log_pane.view
+        view.focus()
+        await pilot.pause(0.05)
+        assert pane.following and view.scroll_y == view.max_scroll_y
+        await pilot.press("up")
+        await pilot.pause(0.05)
+        top, y = visible(view)[0], view.scroll_y
+        assert y == view.max_scroll_y - 1 and not pane.following and "following" not in status(app)
+        w.write(5)  # the flood goes on
+        await pilot.pause(0.05)
+        assert visible(view)[0] == top and view.scroll_y == y < view.max_scroll_y - 5
+        assert "5 new lines" in status(app)
+        await pilot.press("down")
+        await pilot.pause(0.05)
+        assert view.scroll_y == y + 1 < view.max_scroll_y and not pane.following
+        await pilot.press("end")
+        await pilot.pause(0.05)
+        assert pane.following and " following " in status(app)

@@ -139,9 +139,11 @@ class LogPane(Vertical):
     def following(self) -> bool:
         """At the end of the log, or about to be put there (``pin_end``: a new size pending),
         and no line held in view by a jump (``E``, ``n``/``N``: a first error near the end of a
-        short log is at the end too, yet the view is there for it)."""
+        short log is at the end too, yet the view is there for it). The end is the last row
+        shown at the bottom (Textual draws the row ``round(scroll_y)`` at the top): one row
+        above it is not, so ``up`` once pauses the view and new lines leave it there."""
         v = self.view
-        return self._held is None and (v.pin_end or v.scroll_y >= v.max_scroll_y - 1)
+        return self._held is None and (v.pin_end or round(v.scroll_y) >= v.max_scroll_y)
 
     def _hold(self, idx: int, why: str) -> None:
         """Hold line ``idx`` of the view in sight, for ``why``."""

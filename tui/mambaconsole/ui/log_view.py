@@ -160,7 +160,7 @@ class LogView(ScrollView, can_focus=True):
         self._toggled: tuple[tuple[str, int, int], float] | None = None
 
     # ------------------------------------------------------------------ keys
-    # A key scrolls the view at once, as a pager does: Textual animates a keyboard scroll (50
+    # A key scrolls the view at once (up/down/left/right, the page keys, home, end), as a pager does: Textual animates a keyboard scroll (50
     # rows a second, textual 8.2.8 widget.py ``Widget._scroll_to``), so one row's scroll took
     # 20 ms and several frames, each a render of every row in sight (under a flood, frames the
     # folding waited behind)
@@ -190,6 +190,10 @@ class LogView(ScrollView, can_focus=True):
 
     def action_scroll_home(self) -> None:
         self._key_scroll(self._allow_scroll, self.scroll_home, x_axis=self.scroll_y == 0, immediate=True)
+
+    def action_scroll_end(self) -> None:
+        # at the end already: sideways to the end too (what Textual's own End means to do)
+        self._key_scroll(self._allow_scroll, self.scroll_end, x_axis=self.is_vertical_scroll_end, immediate=True)
 
     @staticmethod
     def _key_scroll(allowed: bool, scroll, **kw) -> None:
