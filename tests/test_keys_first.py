@@ -238,24 +238,61 @@ async def test_what_the_first_paint_does_not_need_starts_once_the_log_is_drawn(m
 
 
 async def test_after_a_key_the_flood_waits_while_the_key_is_drawn():
-    from mambaconsole.ui.app import INPUT_HOLD_S
-
+    """The first slice of the flood folded after a key comes after the key's action ran and a
+    screen update was written after it."""
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
         app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
         app.state.show_log_of("r1")
         await pilot.pause(0)
+        gpu = app.query_one("#gpu")
+        events_seen: list[str] = []
+        fold, display = app.session.fold_log, app._display
+
+        def noted_fold(*a):
+            events_seen.append("fold" if app.focused is not gpu else "fold after the key")
+            return fold(*a)
+
+        def noted_display(screen, renderable):
+            display(screen, renderable)
+            if renderable is not None and app.focused is gpu:
+                events_seen.append("drawn after the key")
+
+        app.session.fold_log = noted_fold
+        app._display = noted_display
         app.post_message(events.Key("1", "1"))
         await pilot.pause(0)
-        t0 = asyncio.get_running_loop().time()
         app.session.intake.put(LogLines("r1", lines(2000)))
         app.post_message(M.LogPending())
-        await asyncio.sleep(INPUT_HOLD_S / 4)
-        assert app.state.log_total == 0  # the key's turn: nothing folded yet
         for _ in range(500):
             await pilot.pause(0.01)
             if app.state.log_total == 2000:
                 break
         assert app.state.log_total == 2000  # then the flood goes on
-        assert asyncio.get_running_loop().time() - t0 >= INPUT_HOLD_S * 0.9
+        assert app.focused is gpu
+        first = events_seen.index("fold after the key")
+        assert "fold" not in events_seen and "drawn after the key" in events_seen[:first], events_seen[:5]
+
+
+async def test_the_fold_waits_for_a_key_only_until_its_action_is_on_screen(monkeypatch):
+    """A key pauses the folding of a flood (input first); once the key's binding ran and the
+    screen update after it was written, the folding goes on, without waiting out
+    INPUT_HOLD_S (here 30 s, so the old fixed wait would hold the lines past the test)."""
+    import mambaconsole.ui.app as app_mod
+
+    monkeypatch.setattr(app_mod, "INPUT_HOLD_S", 30.0)
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        app.post_message(events.Key("1", "1"))  # focus the GPU pane: its binding runs an action
+        await asyncio.sleep(0)
+        app.session.intake.put(LogLines("r1", lines(2_000)))
+        app.post_message(M.LogPending())
+        for _ in range(500):
+            await pilot.pause(0.01)
+            if app.state.log_total == 2_000:
+                break
         assert app.focused is app.query_one("#gpu")
+        assert app.state.log_total == 2_000  # folded once the key was answered, not 30 s later

@@ -65,6 +65,8 @@ LOG_DRAW_SHARE = 0.5
 #: bindings, its action runs and its screen update is drawn, each step a turn of the event loop
 #: that would otherwise wait behind a slice of a flood (under load the steps of one key took
 #: 10 slices, 150 ms). The lines wait in the intake (bounded: the node's agent waits in turn).
+#: A key whose binding ran ends the wait sooner: once the screen update after its action is
+#: written (``ConsoleApp.run_action``)
 INPUT_HOLD_S = 0.1
 #: the command palette (ctrl+p): ``(title, help, action)``, one entry per action, keys as typed;
 #: ``log.``/``args.`` actions run on the log pane / the ServerArgs pane
@@ -435,6 +437,22 @@ class ConsoleApp(App[int]):
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
             self._input_at = time.perf_counter()  # the log's folding waits for it (_log_pending)
         await super().on_event(event)
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
+        """Textual's ``App.run_action`` (every binding's action goes through it); an action run
+        for the last input ends the log's wait for that input once its screen update is written
+        (a key that changed nothing: at once), not :data:`INPUT_HOLD_S` after the key."""
+        handled = await super().run_action(action, default_namespace, namespaces)
+        at = self._input_at
+        if handled and time.perf_counter() - at < INPUT_HOLD_S:
+            self.call_after_refresh(self._input_answered, at)
+        return handled
+
+    def _input_answered(self, at: float) -> None:
+        if self._input_at == at:  # no input since: the lines need not wait any longer
+            self._input_at = -1.0
+            if self._fold_paused:
+                self._resume_fold()
 
     def _draw_log_changes(self) -> None:
         """Redraw the panes the folded log lines changed (paced: :data:`LOG_DRAW_SHARE`)."""
