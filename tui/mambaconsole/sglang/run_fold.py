@@ -15,7 +15,7 @@ What it holds: the boots (server starts) with, for the last one, the phase reach
 outcome, the failure and its root cause, the per-rank memory budget (GB as SGLang prints it,
 2**30 bytes), the draft model's weights, the speculative tally, the decode samples for the
 Mamba capacity (the last :data:`DECODES_KEEP` of the last boot; an earlier boot keeps none),
-the line severities' first error, the access lines answered. Memory is bounded by the number of
+the access lines answered. Memory is bounded by the number of
 boots, ranks and tracebacks, not by the number of lines.
 
 Rules (each from the reference's startup order, §3.1, and crash chain, §4.4):
@@ -79,16 +79,18 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 from typing import Any
 
 from mambaconsole.sglang import events as E
 from mambaconsole.sglang.capacity import Sample
-from mambaconsole.sglang.log_lines import severity
 from mambaconsole.sglang.spec import SpecStats, SpecTally
 
 __all__ = [
     "RunFold", "RankMemory", "Failure", "Boot", "rank_sort_key", "OUTCOMES", "DECODES_KEEP", "is_draft_arch",
-    "failure_is_final", "failure_line", "failure_line_of", "failure_outcome",
+    "failure_is_final", "failure_line", "failure_line_of", "failure_outcome", "decode_numbers", "decode_rows",
+    "answered", "served",
 ]
 
 _DECODE = E.DecodeBatch
@@ -406,7 +408,7 @@ def _failure_phase(boot: Boot, ev: E.Event) -> str | None:
     return "startup"
 
 
-def _served(b: Boot) -> None:
+def served(b: Boot) -> None:
     """A decode/prefill batch line: the server went on serving. A pending request error
     stays one; a traceback failure without crash lines since did not end the server."""
     b.pending_error = None
@@ -425,6 +427,55 @@ def _crash_lines(b: Boot) -> None:
         b.request_errors.remove(ev)
         b.failure = Failure(phase="runtime", exception=ev.exc_type, message=ev.exc_message, rank=ev.rank, event=ev)
     b.pending_error = None
+
+
+def decode_numbers(b: Boot, running: int | None, mamba_num: int | None, mamba_usage: float | None,
+                   accept_len: float | None, accept_rate: float | None) -> None:
+    """A decode batch line's numbers into its boot (log order): the speculative tally, the
+    peak running count, the distinct (``mamba num``, ``mamba usage``) pairs (the first
+    :data:`USAGE_PAIRS_KEEP`). ``accept_rate`` is read only with ``accept_len``."""
+    b.spec.add_values(accept_len, accept_rate)
+    if running is not None and (b.peak_running is None or running > b.peak_running):
+        b.peak_running = running
+    if mamba_num and mamba_usage is not None and len(b.usage_pairs) < USAGE_PAIRS_KEEP:
+        b.usage_pairs.add((mamba_num, mamba_usage))
+
+
+def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> None:
+    """:func:`decode_numbers` of many decode lines at once, in log order (the block fold): each
+    row the text of ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept
+    rate`` (``""`` when absent; plain decimal numbers,
+    :data:`~mambaconsole.sglang.events.DECODE_NUMBERS`). The same result, line for line."""
+    spec = b.spec
+    spec.seen_decode = True
+    accept = [r for r in rows if r[3]]
+    if accept:
+        values = [float(r[3]) for r in accept]
+        spec.n += len(values)
+        spec.total = reduce(add, values, spec.total)  # in log order, as one line at a time
+        spec.last_len = values[-1]
+        spec.last_rate = float(accept[-1][4])
+        spec.tail.extend(values[-3:])
+    top = max(map(int, [r[0] for r in rows]))
+    if b.peak_running is None or top > b.peak_running:
+        b.peak_running = top
+    pairs = b.usage_pairs
+    if len(pairs) < USAGE_PAIRS_KEEP:
+        new = [(n, float(r[2])) for r in rows if r[1] and (n := int(r[1]))]
+        if len(pairs) + len(new) <= USAGE_PAIRS_KEEP:
+            pairs.update(new)
+        else:
+            for p in new:
+                if len(pairs) < USAGE_PAIRS_KEEP:
+                    pairs.add(p)
+
+
+def answered(b: Boot, ev: E.HttpAccess) -> None:
+    """An access line: the HTTP server answered; a 200 on a serving path (:data:`_READY_PATHS`)
+    shows it served."""
+    b.http_answered = True
+    if not b.http_served and ev.status == 200 and (ev.path or "").split("?")[0] in _READY_PATHS:
+        b.http_served = True
 
 
 def _text_rules(b: Boot, ev: E.Text) -> None:
@@ -458,8 +509,6 @@ class RunFold:
         #: events folded; events in SGLang's envelope or a known format (not plain text)
         self.n_events = 0
         self.n_sglang = 0
-        #: the first line (its ``line_no``) whose severity is ``error``
-        self.first_error_line: int | None = None
 
     @property
     def last(self) -> Boot:
@@ -479,13 +528,8 @@ class RunFold:
     @staticmethod
     def _decode(b: Boot, ev: E.DecodeBatch) -> None:
         b.decodes.append(ev)
-        b.spec.add(ev)
-        r = ev.running
-        if r is not None and (b.peak_running is None or r > b.peak_running):
-            b.peak_running = r
-        n, u = ev.mamba_num, ev.mamba_usage
-        if n and u is not None and len(b.usage_pairs) < USAGE_PAIRS_KEEP:
-            b.usage_pairs.add((n, u))
+        a = ev.accept_len
+        decode_numbers(b, ev.running, ev.mamba_num, ev.mamba_usage, a, ev.accept_rate if a is not None else None)
 
     def feed_all(self, events: Iterable[E.Event]) -> "RunFold":
         for ev in events:
@@ -505,7 +549,7 @@ class RunFold:
                 b.rank_tags.add(r)
                 self.ranks.add(r)
             if b.pending_error is not None or b.failure is not None:
-                _served(b)
+                served(b)
             b.served = True
             if t is _DECODE:
                 self._decode(b, ev)  # type: ignore[arg-type]
@@ -515,8 +559,6 @@ class RunFold:
                 self.n_sglang += 1
             if self.version is None:
                 self.version = _version_in(ev)
-            if self.first_error_line is None and severity(ev.text) == "error":
-                self.first_error_line = ev.line_no
             b = self.boots[-1]
             b.n_events += 1
             r = ev.rank
@@ -529,16 +571,12 @@ class RunFold:
             self.n_sglang += 1
             b = self.boots[-1]
             b.n_events += 1
-            b.http_answered = True
-            if not b.http_served and ev.status == 200 and (ev.path or "").split("?")[0] in _READY_PATHS:  # type: ignore[attr-defined]
-                b.http_served = True
+            answered(b, ev)  # type: ignore[arg-type]
             return
         if ev.time is not None or (t is not E.Text and t is not E.PythonWarning):
             self.n_sglang += 1
         if self.version is None and (t is E.Text or t is E.PythonWarning):
             self.version = _version_in(ev)
-        if self.first_error_line is None and t is not E.HttpAccess and severity(ev.text) == "error":
-            self.first_error_line = ev.line_no
         b = self.last
         # boot boundaries
         if isinstance(ev, E.ServerArgsDump):
@@ -554,7 +592,7 @@ class RunFold:
             b.saw_startup = True
         t = type(ev)
         if t is E.DecodeBatch or t is E.PrefillBatch:
-            _served(b)
+            served(b)
             b.served = True
             if t is E.DecodeBatch:
                 self._decode(b, ev)
@@ -632,9 +670,7 @@ class RunFold:
         elif t is E.AppStartupComplete:
             b.app_started = True
         elif t is E.HttpAccess:
-            b.http_answered = True
-            if ev.status == 200 and (ev.path or "").split("?")[0] in _READY_PATHS:  # type: ignore[attr-defined]
-                b.http_served = True
+            answered(b, ev)  # type: ignore[arg-type]
         elif t is E.SettingChanged:
             b.settings.append(ev)  # type: ignore[arg-type]
         elif t is E.FlagDeprecated:

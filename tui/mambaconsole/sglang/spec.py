@@ -109,15 +109,20 @@ class SpecTally:
 
     def add(self, d) -> None:
         """One :class:`~.events.DecodeBatch` (log order)."""
-        self.seen_decode = True
         a = d.accept_len
-        if a is None:
+        self.add_values(a, d.accept_rate if a is not None else None)
+
+    def add_values(self, accept_len: float | None, accept_rate: float | None) -> None:
+        """One decode batch given by its ``accept len`` and ``accept rate`` as printed (None
+        when the line has none; log order)."""
+        self.seen_decode = True
+        if accept_len is None:
             return
         self.n += 1
-        self.total += a
-        self.last_len = a
-        self.last_rate = d.accept_rate
-        self.tail.append(a)
+        self.total += accept_len
+        self.last_len = accept_len
+        self.last_rate = accept_rate
+        self.tail.append(accept_len)
 
     def stats(self, version: str | Version | None = None, configured: bool | None = None) -> SpecStats:
         """:class:`SpecStats` so far; ``configured`` is what the configuration says
