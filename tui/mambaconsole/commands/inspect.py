@@ -48,7 +48,7 @@ from mambaconsole.bounded import regular_file
 from mambaconsole.errors import ConsoleError
 from mambaconsole.sglang.events import TorchOom
 from mambaconsole.sglang.inspect import (
-    KINDS, details, detect_kind, inspect_log_lines, inspect_text, no_capacity_reason, per_rank_memory,
+    KINDS, details, detect_kind, inspect_log_blocks, inspect_text, no_capacity_reason, per_rank_memory,
 )
 from mambaconsole.sglang.spec import DRAFTS_ONLY, WITH_BONUS, accept_rate_meaning
 from mambaconsole.sglang.text import display_text, shorten
@@ -229,11 +229,11 @@ MAX_LINE_BYTES = 8 << 20
 WHOLE_BYTES = 64 << 20
 
 
-def _log_lines(f, head: bytes):
-    """The physical lines of an open binary file whose first bytes ``head`` were read
-    already (newline removed): text, UTF-8 with invalid bytes replaced (U+FFFD, as the parser
-    decodes a line of bytes), decoded a block of whole lines at a time (one decode per MiB, and
-    the parser's fast path takes text)."""
+def _log_blocks(f, head: bytes):
+    """The text of an open binary file whose first bytes ``head`` were read already, a block
+    of whole lines at a time (each ending with ``\\n``; a last line without one as it is):
+    UTF-8 with invalid bytes replaced (U+FFFD, as the parser decodes a line of bytes), one
+    decode per MiB. A line longer than :data:`MAX_LINE_BYTES` is cut there (its rest dropped)."""
     rest = b""
     buf = head
     skipping = False  # inside a line longer than MAX_LINE_BYTES: its rest is dropped
@@ -241,13 +241,15 @@ def _log_lines(f, head: bytes):
         block = rest + buf
         cut = block.rfind(b"\n") + 1
         rest = block[cut:]
-        parts = block[:cut - 1].decode("utf-8", "replace").split("\n") if cut else []
-        if skipping and parts:
-            parts.pop(0)
-            skipping = False
-        yield from parts
+        if cut:
+            text = block[:cut].decode("utf-8", "replace")
+            if skipping:
+                text = text[text.index("\n") + 1:]
+                skipping = False
+            if text:
+                yield text
         if len(rest) > MAX_LINE_BYTES and not skipping:  # /dev/zero on stdin: never one unbounded line
-            yield rest[:MAX_LINE_BYTES].decode("utf-8", "replace")
+            yield rest[:MAX_LINE_BYTES].decode("utf-8", "replace") + "\n"
             rest, skipping = b"", True
         elif skipping:
             rest = b""
@@ -290,7 +292,7 @@ def _inspect(args: argparse.Namespace, n: int | None):
                                    "not read (no real one is this long; --kind log reads it as a log)")
             text = body.decode("utf-8", "replace")
             return inspect_text(text, kind=kind, what_if_slots=n), text, None
-        result, summary = inspect_log_lines(_log_lines(f, head), forced=args.kind == "log", what_if_slots=n)
+        result, summary = inspect_log_blocks(_log_blocks(f, head), forced=args.kind == "log", what_if_slots=n)
         return result, None, summary
     finally:
         if f is not sys.stdin.buffer:

@@ -79,7 +79,7 @@ __all__ = [
     "ChildCrashed", "SchedulerDied", "KillProcessTree", "WatchdogTimeout", "HealthCheckFailed",
     "RetractRequests", "FlagDeprecated", "EndpointDeprecated", "SettingChanged", "Killed",
     "LogParser", "TorchOom", "torch_oom", "parse_line", "parse_lines", "parse_text", "rank_tags", "parse_py_repr",
-    "EVENT_TYPES",
+    "EVENT_TYPES", "simple_run_pattern", "simple_event", "simple_complete", "DECODE_NUMBERS", "DECODE_LINE",
 ]
 
 
@@ -1422,10 +1422,14 @@ def _p_info(msg: str, kw: dict) -> Event | None:
     return None
 
 
+_SIGQUIT_RUNNING = "SIGQUIT received"
+_SIGQUIT_LAUNCH = "Received sigquit"
+
+
 def _p_sigquit(msg: str, kw: dict) -> Event | None:
-    if msg.startswith("SIGQUIT received"):
+    if msg.startswith(_SIGQUIT_RUNNING):
         return SigquitReceived(phase="running", **kw)
-    if msg.startswith("Received sigquit"):
+    if msg.startswith(_SIGQUIT_LAUNCH):
         return SigquitReceived(phase="launch", **kw)
     return None
 
@@ -2004,6 +2008,20 @@ class LogParser:
             out.append(Text(text=t, message=t, line_no=self._n))
             return out
 
+    def advance(self, n: int) -> list[Event]:
+        """``n`` physical lines were read past the parser (:mod:`mambaconsole.sglang.block_fold`:
+        lines of :func:`simple_run_pattern`, each a record of its own that nothing continues):
+        returns the pending record, which the first of them ends (as :meth:`flush`), and counts
+        the lines, so the next line's ``line_no`` follows them."""
+        out = self.flush()
+        self._n += n
+        return out
+
+    @property
+    def lines_read(self) -> int:
+        """Physical lines read so far (the last one's ``line_no``)."""
+        return self._n
+
     def peek(self) -> Event | None:
         """The pending record as it would be flushed now, without consuming it (a live tail
         can show the last line before the next one arrives); None when nothing is pending."""
@@ -2177,6 +2195,123 @@ class LogParser:
             if _RE_EXC.match(line) and (line[:1] not in " \t" or not _RE_FRAME.match(lines[i - 1] if i else "")):
                 return True
         return False
+
+
+# --------------------------------------------------------------------------------------
+# runs of simple lines (the block fold)
+
+
+def _trie(words: Iterable[str]) -> str:
+    """A regex that matches exactly the given literal words (a prefix tree: one branch per
+    first character, so a miss costs one character test, not one per word)."""
+    words = sorted(set(words))
+    if not words:
+        return "(?!)"
+    optional = "" in words
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        if w:
+            groups.setdefault(w[0], []).append(w[1:])
+    alts = [re.escape(c) + ("" if tails == [""] else _trie(tails)) for c, tails in groups.items()]
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return "(?:" + body + ")?" if optional else body
+
+
+#: message heads whose parser claims only messages with one of these starts (any other
+#: message with that head is plain text): the one frequent such head in a serving log is
+#: ``Receive: obj=GenerateReqInput(...)`` (the request trace) beside ``Received sigquit``
+_CLAIMS = {"Rece": (_SIGQUIT_LAUNCH,)}
+_LEVEL_PART = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- )"
+
+
+def simple_run_pattern(ranks: Iterable[str] = ()) -> re.Pattern:
+    """A compiled pattern whose ``match(text, pos)`` spans the run of *simple* lines at
+    ``pos`` (each with its ``\\n``; empty when the line at ``pos`` is not one): lines that
+    :meth:`LogParser.feed_many` reads on its hot path (``_HOT_RE``: SGLang's exact envelope,
+    printable ASCII, not ending with ``:``) into one record of its own:
+
+    - a decode or prefill batch (``Decode batch, ...``, no level): complete with its
+      ``#queue-req``; without it, a record the next line ends when it is enveloped;
+    - a uvicorn access line (``INFO:  ... - "...``, no level);
+    - plain text: a message (after an optional level, as ``_HOT_RE`` reads it) whose first four
+      characters no parser of ``_DISPATCH`` claims (or that :data:`_CLAIMS` shows its parser
+      does not claim).
+
+    Only the rank tags in ``ranks`` (exactly as printed) or none: a line with another tag ends
+    the run. A plain-text line becomes a record when the next line starts (a bare line may
+    continue it), so may a batch line without ``#queue-req``; the others are complete
+    at once (:func:`simple_complete`)."""
+    heads = [k for k in _DISPATCH if k not in _CLAIMS]
+    claims = [c for cs in _CLAIMS.values() for c in cs]
+    tags = sorted(set(ranks), key=lambda r: (-len(r), r))
+    env = (r"\[\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+           + ("(?: (?:" + "|".join(re.escape(t) for t in tags) + "))?" if tags else "") + r"\] ")
+    line = (env + r"(?:(?:Decode|Prefill) batch, |INFO:(?=[ -~]*? - \")|"
+            # _HOT_RE takes the level unless the message after it starts with a second envelope
+            + r"(?>(?:" + _LEVEL_PART + r"(?!\[20))?)(?!\[20)(?!" + _trie(heads) + ")"
+            + "".join("(?!" + re.escape(c) + ")" for c in claims) + r")[ -~]*+(?<!:)\n")
+    return re.compile(r"(?a)(?:" + line + r")*+")
+
+
+def simple_complete(line: str) -> bool:
+    """Whether a line of a simple run (:func:`simple_run_pattern`) is a record that nothing
+    after it continues: a batch line with its ``#queue-req``, an access line (plain text and
+    a batch line still missing its last field may get a wrapped rest)."""
+    i = line.find("] ") + 2
+    if line.startswith(("Decode batch, ", "Prefill batch, "), i):
+        return "#queue-req" in line
+    return line.startswith("INFO:", i)
+
+
+_V = r"[^ ,:\n]++"  # a value without space, comma or colon
+_NUM = r"\d+(?:\.\d+)?"
+#: a decode batch line's segments in SGLang's order (shared/reference/sglang-observables.md
+#: §2.2-2.3, 0.5.5-0.5.23 ``srt/managers/scheduler_metrics_mixin.py`` ... 0.5.13+
+#: ``srt/managers/scheduler_components/metrics_reporter.py``): running; the usage block
+#: (plain, HiSparse, full [+ SWA]); mamba; speculative (not DSpark's estimate, whose value
+#: holds a comma); PD decode; waiting images; graph, throughput, queue; MFU; occupancy;
+#: 0.5.5's trailing ", ". Values without space, comma or colon: each field is one piece of
+#: :attr:`BatchLine.fields`' split, so the groups are the values it gives.
+_DECODE_SEGMENTS = (
+    r", \#running-req: (\d+)"
+    r"(?:, \#token: V, token usage: V|, \#gpu token: V, gpu token usage: V, \#cpu token: V, cpu token usage: V"
+    r"|, \#full token: V, full token usage: V(?:, \#swa token: V, swa token usage: V)?)"
+    r"(?:, mamba num: (\d+), mamba usage: (NUM))?"
+    r"(?:, accept len: (NUM), accept rate: (NUM)(?:, cap len: V)?(?:, block accept len: V)?)?"
+    r"(?:, pre-allocated usage: V, \#prealloc-req: V, \#transfer-req: V(?:, \#host-receive-req: V)?,"
+    r" \#retracted-req: V)?"
+    r"(?:, waiting-image-req: V)?"
+    r"(?:, (?:cuda|cpu|npu|musa|xpu) graph: V)?, gen throughput \(token/s\): V, \#queue-req: V"
+    r"(?:, est\. decode TFLOPS/s \(per GPU\): V, est\. read BW \(GB/s per GPU\): V,"
+    r" est\. write BW \(GB/s per GPU\): V)?"
+    r"(?:, fwd occupancy: V(?:, fwd\+idle occupancy: V)?)?(?:, )?(?=\n)"
+).replace(")?", ")?+").replace("NUM", _NUM).replace("V", _V)
+
+#: a decode batch line of a simple run (searched from the "\n" before it): groups
+#: ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept rate`` (``""``
+#: when absent) when the line has SGLang's segments (:data:`_DECODE_SEGMENTS`); else group 6,
+#: its text after ``Decode batch`` (read such a line as an event)
+DECODE_NUMBERS = re.compile(r"(?a)\n\[.{19}[^\]\n]*+\] Decode batch(?:" + _DECODE_SEGMENTS + r"|([^\n]*))")
+#: a decode batch line of a simple run (searched from the "\n" before it)
+DECODE_LINE = re.compile(r"\n\[.{19}[^\]\n]*+\] Decode batch")
+
+
+def simple_event(text: str, line_no: int) -> Event:
+    """The event of a batch or access line of a simple run, as :meth:`LogParser.feed_many`
+    makes it when an enveloped line follows (``text`` without its newline)."""
+    m = _HOT_RE.match(text)
+    if m is None:
+        raise ValueError("not a line of a simple run: " + text[:80])
+    text, time, rank, level, msg = m.groups()
+    kw = {"text": text, "message": msg, "time": time, "rank": rank, "line_no": line_no, "level": level}
+    if msg[:14] == "Decode batch, ":
+        return _mk(DecodeBatch, kw, body=msg[12:], iteration=None, fragment=False)
+    if msg[:15] == "Prefill batch, ":
+        return _mk(PrefillBatch, kw, body=msg[13:], iteration=None, fragment=False)
+    ev = _p_info(msg, kw) if msg[:5] == "INFO:" else None
+    if ev is None:
+        raise ValueError("not a batch or access line of a simple run: " + text[:80])
+    return ev
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> Iterator[Event]:

@@ -26,10 +26,11 @@ from mambaconsole.sglang.gpu import looks_like_gpu_table, parse_gpu_table, proce
 from mambaconsole.sglang.metrics import looks_like_metrics, parse_metrics
 from mambaconsole.sglang.capacity import Capacity, capacity
 from mambaconsole.sglang.server_info import looks_like_server_info, parse_server_info
+from mambaconsole.sglang.block_fold import BlockFold
 from mambaconsole.sglang.run_fold import RunFold
 from mambaconsole.sglang.summary import Finding, LogSummary, RankMemory, rank_sort_key, summary_of
 
-__all__ = ["detect_kind", "inspect_text", "inspect_log_lines", "fold_lines", "empty_result", "KINDS"]
+__all__ = ["detect_kind", "inspect_text", "inspect_log_lines", "inspect_log_blocks", "fold_lines", "fold_blocks", "empty_result", "KINDS"]
 
 KINDS = ("log", "metrics", "server_info", "gpu_table")
 
@@ -99,6 +100,16 @@ def fold_lines(lines: Iterable[str | bytes]) -> LogSummary:
     for ev in parser.flush():
         feed(ev)
     return summary_of(fold)
+
+
+def fold_blocks(blocks: Iterable[str]) -> LogSummary:
+    """:func:`fold_lines` of a log given as blocks of whole lines (each line ending with
+    ``\\n``; the last may not), the same summary at a fraction of the cost
+    (:class:`~mambaconsole.sglang.block_fold.BlockFold`): ``inspect`` of a large file."""
+    folder = BlockFold()
+    for block in blocks:
+        folder.feed(block)
+    return summary_of(folder.close())
 
 
 def _memory_rows(s: LogSummary) -> dict[str, dict[str, Any]]:
@@ -350,6 +361,15 @@ def inspect_log_lines(lines: Iterable[str | bytes], *, prose: str | None = None,
     if not forced and not _looks_like_log(s, prose):
         raise ConsoleError(_NOT_SGLANG)
     return _log(s, prose, what_if_slots), s
+
+
+def inspect_log_blocks(blocks: Iterable[str], *, forced: bool = False,
+                       what_if_slots: int | None = None) -> tuple[dict[str, Any], LogSummary]:
+    """:func:`inspect_log_lines` of a log given as blocks of whole lines (:func:`fold_blocks`)."""
+    s = fold_blocks(blocks)
+    if not forced and not _looks_like_log(s, None):
+        raise ConsoleError(_NOT_SGLANG)
+    return _log(s, None, what_if_slots), s
 
 
 def _refuse_other_json(text: str) -> None:
