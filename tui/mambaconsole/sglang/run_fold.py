@@ -80,7 +80,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import reduce
-from operator import add
+from operator import add, itemgetter
 from typing import Any
 
 from mambaconsole.sglang import events as E
@@ -446,22 +446,22 @@ def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> Non
     row the text of ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept
     rate`` (``""`` when absent; plain decimal numbers,
     :data:`~mambaconsole.sglang.events.DECODE_NUMBERS`). The same result, line for line."""
+    running, nums, usages, lens, rates = list(zip(*rows))[:5]
     spec = b.spec
     spec.seen_decode = True
-    accept = [r for r in rows if r[3]]
-    if accept:
-        values = [float(r[3]) for r in accept]
+    values = list(map(float, filter(None, lens)))
+    if values:
         spec.n += len(values)
         spec.total = reduce(add, values, spec.total)  # in log order, as one line at a time
         spec.last_len = values[-1]
-        spec.last_rate = float(accept[-1][4])
+        spec.last_rate = float(next(filter(None, reversed(rates))))  # printed with accept len
         spec.tail.extend(values[-3:])
-    top = max(map(int, [r[0] for r in rows]))
+    top = max(map(int, running))
     if b.peak_running is None or top > b.peak_running:
         b.peak_running = top
     pairs = b.usage_pairs
-    if len(pairs) < USAGE_PAIRS_KEEP:
-        new = [(n, float(r[2])) for r in rows if r[1] and (n := int(r[1]))]
+    if len(pairs) < USAGE_PAIRS_KEEP:  # with mamba num (not 0) and mamba usage, printed together
+        new = list(filter(itemgetter(0), zip(map(int, filter(None, nums)), map(float, filter(None, usages)))))
         if len(pairs) + len(new) <= USAGE_PAIRS_KEEP:
             pairs.update(new)
         else:
