@@ -186,3 +186,104 @@ async def test_what_the_first_view_does_not_need_waits_for_its_gpu_answer_too():
     finally:
         await session.close()
         await feed.close()
+
+
+def _gpu_file(path: Path, used_mib: float) -> Path:
+    """A simulated node's GPU file (the shape in ``agent/node_agent.py``): one 96 GiB GPU."""
+    path.write_text(json.dumps({"simulated": True, "gpus": [
+        {"index": 0, "name": "Sim GPU", "memory_total_mib": 98304.0, "memory_used_mib": used_mib,
+         "utilization_pct": 40.0, "processes": []}]}))
+    return path
+
+
+async def test_first_look_takes_the_first_gpu_sample_beside_the_log(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"".join(LINES))
+    _store(tmp_path / "home", log, "20261201-100000-aaaa")
+    gpu = _gpu_file(tmp_path / "gpu.json", 1234.5)
+    got: list = []
+    answer, batches = await first_look(LocalNode(), {"adopt": False, "home": str(tmp_path / "home")},
+                                       on_gpu=got.append, gpu_choice="sim", gpu_sim_file=str(gpu),
+                                       home=str(tmp_path / "home"), python=sys.executable, interval=0.0, gpu="none")
+    recs: list[dict] = []
+    try:
+        async for out in batches:
+            recs += out
+            if got and sum(len(r.get("lines", ())) for r in recs) >= len(LINES):
+                break
+    finally:
+        await batches.aclose()
+    assert answer["result"]["current"] == "20261201-100000-aaaa"
+    # one sample, the file's values, handed over and never among the log agent's records
+    assert len(got) == 1 and got[0]["type"] == "gpu" and got[0]["simulated"] is True
+    assert [(g["name"], g["memory_used_mib"], g["memory_total_mib"]) for g in got[0]["gpus"]] == \
+        [("Sim GPU", 1234.5, 98304.0)]
+    assert recs[0]["type"] == "hello" and not [r for r in recs if r["type"] in ("gpu_sample", "gpu", "no_gpu")]
+    assert [ln for r in recs if r["type"] == "log" for ln in r["lines"]] == \
+        [ln.decode().rstrip("\n") for ln in LINES]
+
+
+async def test_first_look_without_a_current_run_says_no_gpu_sample_comes(tmp_path):
+    (tmp_path / "home" / "runs").mkdir(parents=True)
+    got: list = []
+    answer, batches = await first_look(LocalNode(), {"adopt": False, "home": str(tmp_path / "home")},
+                                       on_gpu=got.append, python=sys.executable, interval=0.0, gpu="none")
+    assert batches is None and answer["result"]["current"] is None and got == [None]
+
+
+class Drawing(Folding):
+    """Folds the waiting lines and, once the log's history is in, says it was drawn (as the
+    console's log pane does)."""
+
+    def log_waiting(self) -> None:
+        def fold() -> None:
+            self.session.fold_log()
+            if self.session.state.reading_left() is None and self.session.state.log:
+                self.session.log_shown()
+
+        asyncio.get_running_loop().call_soon(fold)
+
+
+async def test_the_first_view_is_one_node_command_when_the_gpu_reader_shares_the_agents_python(tmp_path):
+    """The runs, the current run's log and the first GPU sample come from the first look; the
+    GPU stream (a second command, paying the node's command start-up again) starts once the
+    first view is drawn, and its samples follow the first one."""
+    log = tmp_path / "server.log"
+    log.write_bytes(b"".join(LINES))
+    _store(tmp_path / "home", log, "20261201-100000-aaaa")
+    gpu = _gpu_file(tmp_path / "gpu.json", 2048.0)
+    node = CountingNode()
+    feed = Feed(node, HostSettings(python=sys.executable), home=str(tmp_path / "home"), agent_python=sys.executable,
+                adopt=False, sim_gpu_file=str(gpu))
+    session = Session(feed, poll_s=0.3)
+    session.listener = Drawing(session)
+    st = session.state
+    asked: list[tuple[list[str], bool]] = []
+    real = node.stream_line_batches
+
+    def noted(cmd, **kw):
+        asked.append((list(cmd), session.first_log_shown))
+        return real(cmd, **kw)
+
+    node.stream_line_batches = noted
+    try:
+        assert feed.gpu_in_first_look
+        session.start()
+        deadline = time.monotonic() + 60
+        while not (session.first_log_shown and st.gpu is not None and st.log_offset >= log.stat().st_size):
+            assert time.monotonic() < deadline, "the first view did not come"
+            await asyncio.sleep(0.02)
+        first_sample = st.gpu
+        _gpu_file(gpu, 4096.0)
+        while not (st.gpu.gpus and st.gpu.gpus[0].used_mib == 4096.0):
+            assert time.monotonic() < deadline, "the GPU stream did not follow"
+            await asyncio.sleep(0.02)
+    finally:
+        await session.close()
+        await feed.close()
+    assert [(g.name, g.used_mib, g.total_mib) for g in first_sample.gpus] == [("Sim GPU", 2048.0, 98304.0)]
+    before = [a for a, shown in asked if not shown]
+    streams = [a for a, shown in asked if "--gpu" in a and a[a.index("--gpu") + 1] == "sim"]
+    # one command before the first view (the first look); the GPU stream only after it
+    assert len(before) == 1 and '"current": true' in " ".join(before[0]), asked
+    assert len(streams) == 1 and (streams[0], True) in asked, asked

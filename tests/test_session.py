@@ -157,8 +157,10 @@ class FakeRuns:
             raise OSError("node unreachable")
         return RunsListed(runs=(RunInfo("r1", argv=("x",), state="exited"),), current="r1")
 
-    async def first_look(self):
-        """The session's first listing (with no log agent: the run has ended)."""
+    async def first_look(self, on_gpu=None):
+        """The session's first listing (with no log agent: the run has ended, so no GPU sample)."""
+        if on_gpu is not None:
+            on_gpu(None)
         return await self(), None
 
 

@@ -6,22 +6,33 @@ then that run's log; as two remote commands in a row it pays the node's command 
 before the first paint (over SSH each command starts the login shell, whose rc files may take
 100-200 ms: ``pyenv init``, ``conda activate``). This program does both in one command.
 
+The first view also shows the node's GPUs: when the GPU reader runs with this same python,
+this program takes the first GPU sample too, in a thread beside the log (a second command
+would pay the node's command start-up again, at the same moment).
+
 The console sends this file on stdin, after two lines it puts first: ``RUNS_AGENT = '...'`` and
 ``NODE_AGENT = '...'``, the sources of ``runs_agent.py`` and ``node_agent.py`` (Python string
 literals)::
 
-    python3 -u - LIST_REQUEST_JSON [node agent options ...]
+    python3 -u - LIST_REQUEST_JSON GPU_SAMPLE_JSON [node agent options ...]
+
+``GPU_SAMPLE_JSON``: ``null`` (no GPU sample), or ``{"gpu": "auto" | "pynvml" | "nvidia-smi" |
+"sim", "sim_file": PATH or null}`` (the node agent's ``--gpu`` and ``--sim-file``).
 
 Output, one JSON object per line: first ``{"type": "runs", "ok": true, "result": {...}}``
 (``runs_agent.py``'s answer to ``list`` with ``LIST_REQUEST_JSON``, which asks for
 ``current``; or ``"ok": false`` and ``"error"``), then, when the listing names a current run,
 the node agent's records for ``--run CURRENT`` and the options given (``hello`` first; the
 shapes are in ``node_agent.py``), until the console closes the stream. Without a current run
-the program ends after the first line.
+the program ends after the first line. With a GPU sample asked for and a current run, one
+``{"type": "gpu_sample", "record": REC}`` comes somewhere among the agent's records (before its
+``hello`` too), as soon as the sample is taken: ``REC`` is the node agent's ``gpu``, ``no_gpu``
+or ``error`` record (its sample failed) of ``--once``.
 """
 
 import json
 import sys
+import threading
 import types
 
 
@@ -34,8 +45,16 @@ def _module(name, source):
     return mod
 
 
+def _gpu_sample(agent, ask):
+    """Emit one ``gpu_sample`` record: the node agent's backend ``ask["gpu"]`` (with
+    ``ask["sim_file"]``), sampled once (a thread: the log does not wait for the GPU library)."""
+    backend = agent.pick_backend(ask.get("gpu") or "auto", ask.get("sim_file"))
+    agent.emit({"type": "gpu_sample", "record": agent.sample_record(backend)})
+
+
 def main():
     req = json.loads(sys.argv[1])
+    gpu_ask = json.loads(sys.argv[2])
     runs = _module("runs_agent", RUNS_AGENT)  # noqa: F821 - put first by the console
     answer = runs.answer("list", dict(req, current=True))
     rec = dict(answer, type="runs")
@@ -46,7 +65,9 @@ def main():
     if not current:
         return 0
     agent = _module("node_agent", NODE_AGENT)  # noqa: F821 - put first by the console
-    return agent.main(sys.argv[2:] + ["--run", current])
+    if gpu_ask:
+        threading.Thread(target=_gpu_sample, args=(agent, gpu_ask), daemon=True).start()
+    return agent.main(sys.argv[3:] + ["--run", current])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ cannot start (its python is missing); a malformed line becomes an ``error`` reco
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from itertools import accumulate, repeat
 from operator import add
 from pathlib import Path
@@ -140,7 +140,32 @@ def first_look_source() -> bytes:
             + (folder / "first_look.py").read_bytes())
 
 
-async def first_look(node: Node, list_request: dict, **kw) -> tuple[dict, AsyncIterator[list[dict]] | None]:
+async def _gpu_sample_split(batches: AsyncIterator[list[dict]], on_gpu: Callable[[dict | None], None]
+                            ) -> AsyncIterator[list[dict]]:
+    """``batches`` without the first look's ``gpu_sample`` record, whose ``record`` goes to
+    ``on_gpu`` as it arrives; ``on_gpu(None)`` when the stream ends or is closed without one."""
+    waiting = True
+    try:
+        async for recs in batches:
+            if waiting:
+                for i, rec in enumerate(recs):
+                    if rec.get("type") == "gpu_sample":
+                        waiting = False
+                        recs = recs[:i] + recs[i + 1:]
+                        on_gpu(rec.get("record") if isinstance(rec.get("record"), dict) else None)
+                        break
+                if not recs:
+                    continue
+            yield recs
+    finally:
+        if waiting:
+            on_gpu(None)
+        await batches.aclose()
+
+
+async def first_look(node: Node, list_request: dict, *, on_gpu: Callable[[dict | None], None] | None = None,
+                     gpu_choice: str = "auto", gpu_sim_file: str | None = None,
+                     **kw) -> tuple[dict, AsyncIterator[list[dict]] | None]:
     """The node's runs and the current run's log in ONE remote command (``agent/first_look.py``):
     ``(answer, batches)``, ``answer`` the run store's answer to ``list`` with ``list_request``
     (``{"ok": true, "result": {"runs": [...], "current": id or None, ...}}`` or ``{"ok": false,
@@ -148,10 +173,19 @@ async def first_look(node: Node, list_request: dict, **kw) -> tuple[dict, AsyncI
     following the current run's log (as :func:`agent_record_batches` with ``run_id`` the
     current run and ``kw``'s options), or None when there is no current run. The caller closes
     ``batches`` (that stops the agent on the node). Raises NodeError when the node cannot be
-    reached or the program does not answer."""
+    reached or the program does not answer.
+
+    ``on_gpu``: the same command takes one GPU sample (backend ``gpu_choice``, ``gpu_sim_file``)
+    with ``kw``'s python, beside the log: ``on_gpu`` gets its record (``gpu``, ``no_gpu`` or
+    ``error``, shapes in ``agent/node_agent.py``) when it arrives, which may be while
+    ``batches`` is read, or ``None`` once none can come (no current run, the stream ended or was
+    closed first). Its batches never hold that record."""
     python = kw.get("python", "python3")
-    argv = [python, "-u", "-", json.dumps(list_request), *agent_argv(**kw)[3:]]
+    ask = {"gpu": gpu_choice, "sim_file": gpu_sim_file} if on_gpu is not None else None
+    argv = [python, "-u", "-", json.dumps(list_request), json.dumps(ask), *agent_argv(**kw)[3:]]
     stream = _record_stream(node, argv, first_look_source())
+    if on_gpu is not None:
+        stream = _gpu_sample_split(stream, on_gpu)
     try:
         while True:
             try:

@@ -207,7 +207,14 @@ class Feed:
                           not_adopted=tuple({k: o.get(k) for k in ("pid", "argv", "started", "tmux_session")}
                                             for o in result.get("not_adopted") or ()))
 
-    async def first_look(self) -> tuple[RunsListed, AsyncIterator[list[dict]] | None]:
+    @property
+    def gpu_in_first_look(self) -> bool:
+        """:meth:`first_look` can take the first GPU sample too: the GPU reader's python
+        (:attr:`gpu_python`) is the agent's."""
+        return self.gpu_python == self.agent_python
+
+    async def first_look(self, on_gpu: Callable[[GpuSnapshot | None], None] | None = None
+                         ) -> tuple[RunsListed, AsyncIterator[list[dict]] | None]:
         """:meth:`runs`, and the node agent started on the current run's log from its start as
         :meth:`tail` starts it, in ONE command on the node
         (:func:`mambaconsole.node.agent.first_look`): opening the console then waits for the
@@ -215,11 +222,23 @@ class Feed:
         login shell; its rc files may take 100-200 ms). Returns the listing and that agent's
         record batches (None without a current run), which the caller passes to
         ``tail(current run, 0, first=...)`` or closes. Raises ConsoleError when the listing
-        failed, NodeError when the node could not be asked."""
+        failed, NodeError when the node could not be asked.
+
+        ``on_gpu``, when :attr:`gpu_in_first_look`: the same command takes the first GPU sample
+        (as :meth:`gpu_stream`'s), and ``on_gpu`` gets it as a :class:`GpuSnapshot` when it
+        arrives (it may come while the batches are read), or None once none will come."""
         from mambaconsole.node.agent import first_look
         from mambaconsole.node.runs import RunError
 
-        answer, batches = await first_look(self.node, self._runs_request(), **self._tail_options(0))
+        kw: dict = {}
+        if on_gpu is not None and self.gpu_in_first_look:
+            def sampled(rec: dict | None) -> None:
+                on_gpu(None if rec is None else gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file)))
+
+            kw = dict(on_gpu=sampled, gpu_choice=self._gpu_choice(), gpu_sim_file=self.sim_gpu_file)
+        elif on_gpu is not None:
+            on_gpu(None)
+        answer, batches = await first_look(self.node, self._runs_request(), **self._tail_options(0), **kw)
         if not answer.get("ok"):
             raise RunError(f"{self.node.name}: {answer.get('error')}")
         try:

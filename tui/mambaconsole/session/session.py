@@ -146,6 +146,9 @@ class Session:
         #: (run id, the node agent's record batches on its log) from the first look, until
         #: :meth:`_follow` reads them (or they are closed)
         self._first_tail: tuple[str, AsyncIterator[list[dict]]] | None = None
+        #: the first look's GPU sample (a GpuSnapshot, or None when none comes), which the GPU
+        #: watch shows before it starts its stream; None: the watch starts its stream at once
+        self._first_gpu: asyncio.Future | None = None
 
     @property
     def host(self) -> str:
@@ -203,6 +206,8 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - said, and the console still shows the node
                 self.listener.notify(f"could not start: {exc}", "error", 15)
         self._spawn("link", self._watch_link())
+        if self.feed.gpu_in_first_look:
+            self._first_gpu = asyncio.get_running_loop().create_future()
         self._spawn("runs", self._first_look())
         self._spawn("gpu", self._watch_gpu())
         self._spawn("ranks", self._watch_ranks())
@@ -301,21 +306,33 @@ class Session:
 
     async def _first_look(self) -> None:
         """The first runs listing, and in the same node command the current run's log from its
-        start (:meth:`Feed.first_look`): the first view waits for one command, not two in a
-        row. The log's agent waits in :attr:`_first_tail` for :meth:`_follow`."""
+        start and the first GPU sample (:meth:`Feed.first_look`): the first view waits for one
+        command, not two or three at once. The log's agent waits in :attr:`_first_tail` for
+        :meth:`_follow`; the sample goes to the GPU watch (:attr:`_first_gpu`)."""
         try:
-            listed, batches = await self.feed.first_look()
+            listed, batches = await self.feed.first_look(
+                on_gpu=self._first_gpu_sampled if self._first_gpu is not None else None)
         except Exception as exc:  # noqa: BLE001 - as a failed runs poll: read again after its backoff
+            self._first_gpu_sampled(None)
             self._lost("runs", exc)
             return
         if batches is not None:
             await self._close_first_tail()
             self._first_tail = (listed.current, batches)
+        else:
+            self._first_gpu_sampled(None)
         self._post(listed, "runs")
+
+    def _first_gpu_sampled(self, snap) -> None:
+        """The first look's GPU sample arrived (a GpuSnapshot), or none will (None)."""
+        fut = self._first_gpu
+        if fut is not None and not fut.done():
+            fut.set_result(snap)
 
     async def _close_first_tail(self) -> None:
         first, self._first_tail = self._first_tail, None
         if first is not None:
+            self._first_gpu_sampled(None)
             await first[1].aclose()
 
     def poll_runs(self) -> None:
@@ -332,7 +349,18 @@ class Session:
     async def _watch_gpu(self) -> None:
         """GPU samples every ``poll_s`` seconds from one long-lived node agent
         (:meth:`Feed.gpu_stream`); when the stream breaks, it starts again once the link is up,
-        after :data:`~mambaconsole.backoff.STREAM`."""
+        after :data:`~mambaconsole.backoff.STREAM`. When the first look takes the first sample
+        (:attr:`_first_gpu`), that one is shown first and the stream waits for the first view
+        (:meth:`after_first_log`): its node command would compete with the first view's."""
+        first = self._first_gpu
+        if first is not None:
+            snap = await first
+            if snap is not None:
+                self._post(snap, "gpu")
+                drawn = asyncio.Event()
+                self.after_first_log(drawn.set)
+                await drawn.wait()
+
         async def samples():
             await self.feed.link.wait_up()
             async for snap in self.feed.gpu_stream(self.poll_s):
@@ -378,6 +406,7 @@ class Session:
             if rid == run.run_id and offset == 0:
                 first = batches
             else:
+                self._first_gpu_sampled(None)
                 asyncio.ensure_future(batches.aclose())
 
         def open_tail():
