@@ -218,3 +218,15 @@ def test_inspect_of_a_long_log_reads_it_in_blocks(tmp_path) -> None:
                          text=True, check=True, env={"PYTHONPATH": str(root / "tui"), "PATH": "/usr/bin:/bin"})
     assert json.loads(out.stdout)["last_decode"] == _log(fold_lines(_lines(text)), None)["last_decode"]
     assert json.loads(out.stdout) == json.loads(json.dumps(_log(fold_blocks([text]), None)))
+
+
+def test_unwrap_line_shortcut_for_indented_lines() -> None:
+    """An indented line without a line number (a traceback's body) skips the prefix patterns:
+    each of them would leave it as it is; an indented line number is still taken off."""
+    from mambaconsole.sglang import paste
+
+    for line in ('  File "/x/sglang/srt/a.py", line 3, in f', "    result = await app(", "\t  x | y",
+                 "   ", " \u00a0> quoted?", "      (pid=1) x"):
+        assert paste.unwrap_line(line) == line
+        assert all(rx.match(line) is None or rx.match(line).end() == 0 for rx in paste._PREFIXES)
+    assert paste.unwrap_line("   12 | [2026-01-01 00:00:00] x") == "[2026-01-01 00:00:00] x"

@@ -56,6 +56,8 @@ def unwrap_line(line: str) -> str:
     """``line`` without the wrappers listed in the module doc (a fence becomes ``""``)."""
     if line[:3] == "[20":
         return line
+    if line[:1].isspace() and not line.lstrip()[:1].isdecimal():
+        return line  # indented, no line number: no prefix starts so (a traceback's body)
     if "`" in line[:6] or "~" in line[:6]:
         if _FENCE.match(line):
             return ""
