@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from itertools import accumulate, repeat
-from operator import add
+from itertools import accumulate, compress, count, repeat
+from operator import add, not_
 from pathlib import Path
 from typing import NamedTuple
 
@@ -308,23 +308,28 @@ class LineBatch:
 
 def log_batch(rec: dict) -> LineBatch:
     """The lines of one ``log`` record (shape in ``agent/node_agent.py``) with their byte
-    offsets, as a :class:`LineBatch`: an all-ASCII record (nearly every record of a server log)
-    costs three list builds at C speed, its texts neither encoded nor copied; a line with other
+    offsets, as a :class:`LineBatch`: the texts neither encoded nor copied, an ASCII line's
+    length its length in characters (lists built at C speed); only a line with other
     characters is measured in UTF-8 bytes, and one holding invalid UTF-8 (the agent's
     surrogates) is shown with U+FFFD and listed in ``escaped``."""
     texts: list[str] = list(rec.get("lines") or ())
-    off = int(rec["offset"])
-    if rec.get("truncated"):
+    truncated = bool(rec.get("truncated"))
+    if truncated:
         texts = texts[:1] or [""]
-        length = rec.get("length")
-        batch = _measured(off, texts, truncated=True)
-        if length is not None:
-            batch.nbytes[0] = int(length)
-        return batch
-    if all(map(str.isascii, texts)):
-        nbytes = list(map(len, texts))
-        return LineBatch(_offsets(off, nbytes), texts, nbytes)
-    return _measured(off, texts)
+    nbytes = list(map(len, texts))
+    escaped: dict[int, str] = {}
+    for i in compress(count(), map(not_, map(str.isascii, texts))):
+        t = texts[i]
+        try:
+            nbytes[i] = len(t.encode("utf-8"))
+        except UnicodeEncodeError:
+            raw = t.encode("utf-8", "surrogateescape")
+            nbytes[i] = len(raw)
+            texts[i] = raw.decode("utf-8", "replace")
+            escaped[i] = t
+    if truncated and rec.get("length") is not None:
+        nbytes[0] = int(rec["length"])
+    return LineBatch(_offsets(int(rec["offset"]), nbytes), texts, nbytes, escaped, {0} if truncated else ())
 
 
 def _offsets(off: int, nbytes: list[int]) -> list[int]:
@@ -332,31 +337,7 @@ def _offsets(off: int, nbytes: list[int]) -> list[int]:
     newline after each)."""
     if not nbytes:
         return []
-    offsets = list(accumulate(map(add, nbytes, repeat(1, len(nbytes) - 1)), initial=off))
-    return offsets
-
-
-def _measured(off: int, texts: list[str], truncated: bool = False) -> LineBatch:
-    """:func:`log_batch` for lines not all ASCII: each line's UTF-8 length; invalid bytes
-    (surrogates) replaced for display, the agent's text kept in ``escaped``."""
-    offsets, shown, nbytes, escaped = [], [], [], {}
-    for i, t in enumerate(texts):
-        offsets.append(off)
-        if t.isascii():
-            n = len(t)
-            shown.append(t)
-        else:
-            try:
-                n = len(t.encode("utf-8"))
-                shown.append(t)
-            except UnicodeEncodeError:
-                raw = t.encode("utf-8", "surrogateescape")
-                n = len(raw)
-                shown.append(raw.decode("utf-8", "replace"))
-                escaped[i] = t
-        nbytes.append(n)
-        off += n + 1
-    return LineBatch(offsets, shown, nbytes, escaped, {0} if truncated else frozenset())
+    return list(accumulate(map(add, nbytes, repeat(1, len(nbytes) - 1)), initial=off))
 
 
 def log_lines(rec: dict) -> list[LogLine]:
