@@ -169,3 +169,23 @@ def test_first_error_is_the_first_line_severity_calls_an_error():
     assert first_error(texts) == 3
     assert first_error(texts[:3]) is None
     assert first_error(["a\nb", "Traceback (most recent call last):"]) == 1  # a text with a newline in it
+
+
+def test_history_times_read_once_per_second_are_each_lines_own():
+    """The fold slice reads a replayed line's envelope time once per distinct text: every
+    event still gets its own time + the shift, across texts and shifts."""
+    import datetime as dt
+
+    from mambaconsole.sglang.events import LogParser
+
+    texts = [ln.rstrip("\n") for ln in mix_lines(3000, 5)]
+    texts[1500:1500] = ["[2026-12-01 10:00:00.250 TP0] Decode batch, #running-req: 1, #token: 5, token usage: 0.01, "
+                        "cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0, "]
+    events = [e for i in range(0, len(texts), 64) for e in LogParser().feed_many(texts[i:i + 64]) if e.time]
+    fold = _state().slices.fold
+    for shift in (0.0, -3600.5, 7200.0):
+        fold._shift = shift
+        for e in events:
+            day, _, frac = e.time.partition(".")
+            want = dt.datetime.strptime(day, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.timezone.utc).timestamp()
+            assert fold.when(e) == want + (float("0." + frac) if frac else 0.0) + shift

@@ -52,6 +52,8 @@ class FoldSlice:
         #: when it became ready (console clock; a replayed line's own time)
         self.ready_at: float | None = None
         self._shift: float | None = None  # while replaying history: envelope time + this = console clock
+        self._when_text: str | None = None  # the last envelope time read (when) and its value
+        self._when_at = 0.0
 
     @property
     def _parser(self) -> Any:
@@ -90,9 +92,13 @@ class FoldSlice:
     def when(self, e: Any) -> float:
         """When a log event happened on this console's clock: its own timestamp for a line
         replayed from history, else now."""
-        if self._shift is not None and e.time:
-            v = envelope_seconds(e.time)
+        t = e.time
+        if self._shift is not None and t:
+            if t == self._when_text:  # a flood's lines share their second: read it once
+                return self._when_at + self._shift
+            v = envelope_seconds(t)
             if v is not None:
+                self._when_text, self._when_at = t, v
                 return v + self._shift
         return self.clock()
 
