@@ -146,7 +146,7 @@ async def test_a_flood_is_drawn_as_its_measured_cost_allows_and_its_last_lines_a
         draws = await _fed_in_batches(app, pilot, 40, 5, 0.002)
         costs = [c for _, c in draws[1:]]
         assert costs and all(c > 0 for c in costs)  # each redraw's cost was measured before the next
-        assert max(costs) < 1.0  # CPU seconds: a redraw of one 120x40 screen, not the whole run
+        assert max(costs) < 1.0  # seconds: a redraw of one 120x40 screen, not the whole run
         for (a, _), (b, cost) in zip(draws, draws[1:]):
             # each redraw began no sooner than the last one's cost allows (never two in one
             # frame's cost / share), and none waited more than LOG_FRAME_S for the pacer

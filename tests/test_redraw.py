@@ -31,13 +31,13 @@ def test_the_pacer_lets_a_redraw_start_at_once_unless_the_last_is_unshown_or_dea
     assert p.due() == float("-inf")  # nothing drawn yet: at once
     p.begin(10.0)
     assert p.due() == float("inf")  # not on screen yet: a redraw now would go out with it
-    p.shown(0.004)  # 4 ms of CPU: half the time drawing means 8 ms from start to start
+    p.shown(10.004)  # on screen 4 ms later: half the time drawing means 8 ms from start to start
     assert abs(p.due() - 10.008) < 1e-9
     p.begin(10.008)
-    p.shown(0.5)  # a dear redraw (a flood's folding counted in): never more than 1/30 s
+    p.shown(10.508)  # a dear redraw (a flood's folding in between): never more than 1/30 s
     assert abs(p.due() - (10.008 + 1 / 30)) < 1e-9
     p.begin(11.0)
-    p.shown(-0.001)  # a clock that went back counts as free
+    p.shown(10.999)  # a clock that went back counts as free
     assert p.due() == 11.0
 
 

@@ -53,8 +53,8 @@ LOG_DRAW_S = 0.25
 LOG_DRAW_ALL_S = 2.0
 #: the panes are redrawn from folded log lines as soon as they change, unless their redraws
 #: would take more than LOG_DRAW_SHARE of the app's time (ui/redraw.py FramePacer: a redraw
-#: costs what the app's thread spent until the screen update showing it, about 3-8 ms for a
-#: one-line change at 120x40 on this project's 2-core box); a redraw never waits more than
+#: takes the time until the screen update showing it is written, about 4-6 ms for a one-line
+#: change at 120x40 on this project's 2-core box, more on a busy one); a redraw never waits more than
 #: LOG_FRAME_S (seconds) after the last one: a flood, whose redraws are dear, is drawn 30 times
 #: a second (at Textual's 60 frames a second a flood spent most of the CPU drawing and key
 #: presses waited behind the frames)
@@ -477,20 +477,18 @@ class ConsoleApp(App[int]):
             self._log_frame_timer = self.set_timer(due - now, self._draw_log_changes)
 
     def _draw(self, panes: set[str]) -> None:
-        """Redraw ``panes`` from the log's changes, its cost measured for the pacer (the app's
-        thread's CPU time until the screen update that shows it is written)."""
+        """Redraw ``panes`` from the log's changes, timed for the pacer until the screen update
+        that shows it is written."""
         if not panes:
             return
         self._pacer.begin(time.perf_counter())
-        cpu = time.thread_time()
         self.refresh_panes(panes)
-        self.call_after_refresh(self._shown, cpu)
+        self.call_after_refresh(self._shown)
 
-    def _shown(self, cpu: float) -> None:
-        """The last redraw is on screen (``cpu``: the thread's CPU time when it began); what
-        the log changed meanwhile is drawn when the pacer lets it (unless lines still wait:
-        :meth:`_log_pending` draws then)."""
-        self._pacer.shown(time.thread_time() - cpu)
+    def _shown(self) -> None:
+        """The last redraw is on screen; what the log changed meanwhile is drawn when the
+        pacer lets it (unless lines still wait: :meth:`_log_pending` draws then)."""
+        self._pacer.shown(time.perf_counter())
         if self._log_changed and not self._closing and not self.session.intake.pending:
             self._draw_when_due(time.perf_counter())
 

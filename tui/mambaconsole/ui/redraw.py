@@ -62,20 +62,22 @@ def steady_height(widget: Any, content: Any, rows: int, now: float) -> tuple[Any
 class FramePacer:
     """When the next redraw of the log's panes may start: at once, unless the last one is not
     on screen yet or the redraws would take more than ``share`` of the app's time. A redraw's
-    cost is what the app's thread spent from its start until the screen update that shows it
-    was written (CPU seconds, so a busy machine does not count against it; anything the app
-    did meanwhile, such as folding more lines of a flood, counts, so a flood slows the redraws
-    down). The next redraw starts at least ``cost / share`` seconds (wall clock,
-    ``time.perf_counter``) after the last one began, and never has to wait more than
-    ``longest`` seconds after it was shown: a line after a quiet spell is drawn at once, lines
-    10 ms apart each in their own frame when a frame costs a few milliseconds, and a flood at
-    most ``1 / longest`` times a second once its frames are dear."""
+    cost is the wall time (``time.perf_counter`` seconds) from its start until the screen
+    update that shows it was written: the app's event loop is busy with it for that long (on
+    a machine whose CPUs are shared, a frame takes longer and the redraws slow down, leaving
+    the loop the same share for keys and the node's lines; anything the loop did meanwhile,
+    such as folding more lines of a flood, counts, so a flood slows the redraws down). The
+    next redraw starts at least ``cost / share`` seconds after the last one began, and never
+    has to wait more than ``longest`` seconds after it was shown: a line after a quiet spell
+    is drawn at once, lines 10 ms apart each in their own frame when a frame takes a few
+    milliseconds, and a flood at most ``1 / longest`` times a second once its frames are
+    dear."""
 
     def __init__(self, share: float, longest: float) -> None:
         self.share = share
         self.longest = longest
         self.started = float("-inf")  # perf_counter seconds: the last redraw began
-        self.cost = 0.0  # CPU seconds: what the last measured redraw cost
+        self.cost = 0.0  # seconds: how long the last redraw took until it was on screen
         #: the last redraw is not on screen yet (a redraw now would be written with it)
         self.in_flight = False
 
@@ -91,7 +93,7 @@ class FramePacer:
         self.started = now
         self.in_flight = True
 
-    def shown(self, cost: float) -> None:
-        """The redraw begun last is on screen; it cost ``cost`` CPU seconds."""
-        self.cost = max(0.0, cost)
+    def shown(self, now: float) -> None:
+        """The redraw begun last is on screen at ``now`` (perf_counter seconds)."""
+        self.cost = max(0.0, now - self.started)
         self.in_flight = False
