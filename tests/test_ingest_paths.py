@@ -82,9 +82,21 @@ def test_log_batch_offsets_texts_and_lengths_are_the_bytes(name, data, max_line,
         assert (ln.offset, ln.text, ln.nbytes) == want[i]
         assert ln.raw == lines[i][:max_line]
         assert ln.truncated == (len(lines[i]) > max_line)
-    # a slice keeps the odd lines' marks in their place
-    cut = len(batch) // 3
-    assert [tuple(x) for x in batch[cut:]] == [tuple(x) for x in list(batch)[cut:]]
+    # a slice (sharing the lists) keeps the odd lines' marks in their place; one extended
+    # takes its own lists; the batch it came from stays as it was
+    whole = [tuple(x) for x in batch]
+    n = len(whole)
+    for a, b in ((0, n), (n // 3, n), (1, n // 2), (n // 2, n // 2), (n, n)):
+        part = batch[a:b]
+        assert [tuple(x) for x in part] == whole[a:b] and len(part) == len(whole[a:b])
+        assert list(zip(part.offsets, part.texts, part.nbytes)) == [x[:3] for x in whole[a:b]]
+        assert {i for i, x in enumerate(whole[a:b]) if x[4] is not None} == set(part.escaped)
+        assert {i for i, x in enumerate(whole[a:b]) if x[3]} == part.truncated
+        inner = part[1:4]
+        assert [tuple(x) for x in inner] == whole[a:b][1:4]
+        part.extend(batch[:3])
+        assert [tuple(x) for x in part] == whole[a:b] + whole[:3]
+        assert [tuple(x) for x in batch] == whole and [tuple(x) for x in inner] == whole[a:b][1:4]
 
 
 def _state() -> ConsoleState:

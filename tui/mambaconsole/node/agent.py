@@ -258,52 +258,88 @@ class LineBatch:
     :attr:`LogLine.raw` gives back the exact bytes of a line holding invalid UTF-8) and
     ``truncated`` (indexes of lines longer than the agent's ``--max-line``).
 
-    A sequence of :class:`LogLine` (``batch[i]``, iteration: made on access); a slice is a
-    LineBatch."""
+    A sequence of :class:`LogLine` (``batch[i]``, iteration: made on access). A slice is a
+    LineBatch that shares the lists (the console's intake hands a long batch out in pieces: a
+    copy of the rest at each piece would cost the square of its length); its ``offsets``,
+    ``texts`` and ``nbytes`` are copies of its part (the whole batch's: the lists themselves)."""
 
-    __slots__ = ("offsets", "texts", "nbytes", "escaped", "truncated")
+    __slots__ = ("_offsets", "_texts", "_nbytes", "_escaped", "_truncated", "_lo", "_hi")
 
     def __init__(self, offsets: list[int] | None = None, texts: list[str] | None = None,
                  nbytes: list[int] | None = None, escaped: dict[int, str] | None = None,
                  truncated: frozenset[int] | set[int] = frozenset()) -> None:
-        self.offsets: list[int] = offsets if offsets is not None else []
-        self.texts: list[str] = texts if texts is not None else []
-        self.nbytes: list[int] = nbytes if nbytes is not None else []
-        self.escaped: dict[int, str] = escaped or {}
-        self.truncated = frozenset(truncated)
+        self._offsets: list[int] = offsets if offsets is not None else []
+        self._texts: list[str] = texts if texts is not None else []
+        self._nbytes: list[int] = nbytes if nbytes is not None else []
+        self._escaped: dict[int, str] = escaped or {}  # by index in the lists
+        self._truncated = frozenset(truncated)
+        self._lo, self._hi = 0, len(self._offsets)
+
+    def _part(self, lst: list) -> list:
+        return lst if self._lo == 0 and self._hi == len(lst) else lst[self._lo:self._hi]
+
+    @property
+    def offsets(self) -> list[int]:
+        return self._part(self._offsets)
+
+    @property
+    def texts(self) -> list[str]:
+        return self._part(self._texts)
+
+    @property
+    def nbytes(self) -> list[int]:
+        return self._part(self._nbytes)
+
+    @property
+    def escaped(self) -> dict[int, str]:
+        lo, hi = self._lo, self._hi
+        return {k - lo: v for k, v in self._escaped.items() if lo <= k < hi}
+
+    @property
+    def truncated(self) -> frozenset[int]:
+        lo, hi = self._lo, self._hi
+        return frozenset(k - lo for k in self._truncated if lo <= k < hi)
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self._hi - self._lo
 
     def _line(self, i: int) -> LogLine:
-        return LogLine(self.offsets[i], self.texts[i], self.nbytes[i], i in self.truncated, self.escaped.get(i))
+        j = self._lo + i
+        return LogLine(self._offsets[j], self._texts[j], self._nbytes[j], j in self._truncated, self._escaped.get(j))
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            start, stop, step = i.indices(len(self.offsets))
+            start, stop, step = i.indices(len(self))
             if step != 1:
                 raise ValueError("a LineBatch slice has no step")
-            return LineBatch(self.offsets[start:stop], self.texts[start:stop], self.nbytes[start:stop],
-                             {k - start: v for k, v in self.escaped.items() if start <= k < stop},
-                             {k - start for k in self.truncated if start <= k < stop})
-        return self._line(range(len(self.offsets))[i])
+            part = LineBatch.__new__(LineBatch)
+            part._offsets, part._texts, part._nbytes = self._offsets, self._texts, self._nbytes
+            part._escaped, part._truncated = self._escaped, self._truncated
+            part._lo, part._hi = self._lo + start, self._lo + max(start, stop)
+            return part
+        return self._line(range(len(self))[i])
 
     def __iter__(self):
-        return map(self._line, range(len(self.offsets)))
+        return map(self._line, range(len(self)))
 
     def __repr__(self) -> str:
-        return f"LineBatch({len(self.offsets)} lines)"
+        return f"LineBatch({len(self)} lines)"
 
     def extend(self, other: LineBatch) -> None:
         """Append the lines of ``other`` (the next ones in the file)."""
-        n = len(self.offsets)
-        if other.escaped:
-            self.escaped = {**self.escaped, **{k + n: v for k, v in other.escaped.items()}}
-        if other.truncated:
-            self.truncated = self.truncated | {k + n for k in other.truncated}
-        self.offsets += other.offsets
-        self.texts += other.texts
-        self.nbytes += other.nbytes
+        if self._lo != 0 or self._hi != len(self._offsets):  # a part: its own lists first
+            self._escaped, self._truncated = self.escaped, self.truncated
+            self._offsets, self._texts, self._nbytes = self.offsets, self.texts, self.nbytes
+            self._lo, self._hi = 0, len(self._offsets)
+        n = self._hi
+        if other._escaped:
+            self._escaped = {**self._escaped, **{k + n: v for k, v in other.escaped.items()}}
+        if other._truncated:
+            self._truncated = self._truncated | {k + n for k in other.truncated}
+        self._offsets += other.offsets
+        self._texts += other.texts
+        self._nbytes += other.nbytes
+        self._hi = len(self._offsets)
 
 
 def log_batch(rec: dict) -> LineBatch:
