@@ -16,17 +16,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from fixtures.sglang_cases import CASES
 from mambaconsole.commands.inspect import _log_blocks
-from mambaconsole.sglang import events as E
 from mambaconsole.sglang.block_fold import BlockFold
 from mambaconsole.sglang.inspect import _log, fold_blocks, fold_lines
 from mambaconsole.sglang.run_fold import USAGE_PAIRS_KEEP
-from fixtures.sglang_cases import CASES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from console_rig import SERVING, mix_lines  # noqa: E402
-from parse_throughput import TEMPLATES  # noqa: E402
+from console_rig import SERVING, mix_lines
+from parse_throughput import TEMPLATES
 
 DATA = Path(__file__).parent / "data"
 LOGS = sorted(p for p in list((DATA / "logs").glob("*")) + list(CASES.glob("**/input.*"))
@@ -206,8 +204,9 @@ def test_log_blocks_are_the_lines(tmp_path, monkeypatch) -> None:
 def test_inspect_of_a_long_log_reads_it_in_blocks(tmp_path) -> None:
     """``inspect --json`` of a log longer than its one-text limit goes through the block fold,
     and says what the general path says."""
-    from mambaconsole.commands.inspect import HEAD_BYTES
     import subprocess
+
+    from mambaconsole.commands.inspect import HEAD_BYTES
 
     text = "".join(mix_lines(3000, seed=5, t0=1.8e9, templates=SERVING))
     text = text * (HEAD_BYTES // len(text) + 2)

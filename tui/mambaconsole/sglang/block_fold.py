@@ -21,9 +21,10 @@ takes the run as a whole: the line and event counts, the served flag
 boot keeps (the last :data:`~mambaconsole.sglang.run_fold.DECODES_KEEP`, made when something
 reads them). Any other line (a traceback, a startup line, a new rank tag, a level before a
 batch line, ANSI colours, CRLF, non-ASCII text), a run that may name the SGLang version while
-the fold has none, and the access lines that may show a 200 on a serving path take the general
-path: the parser, then the fold, event by event. ``tests/test_block_fold.py`` checks the two
-paths leave the same fold on real logs and generated mixes.
+the fold has none, and, until one showed the server serving, an access line naming a serving
+path take the general path: the parser, then the fold, event by event.
+``tests/test_block_fold.py`` checks the two paths leave the same fold on real logs and
+generated mixes.
 
 Speed (a 50 MiB slice of ``bench/inspect_big.py``'s log, 335k lines, 2 busy cores): about
 1.4 µs a line (a plain ``re`` search over each line: 0.5 µs), against 3.8 µs through the
@@ -34,10 +35,15 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from operator import itemgetter
 
 from mambaconsole.sglang import events as E
 from mambaconsole.sglang.run_fold import (
-    DECODES_KEEP, Boot, RunFold, answered, decode_rows, served,
+    DECODES_KEEP,
+    Boot,
+    RunFold,
+    decode_rows,
+    served,
 )
 
 __all__ = ["BlockFold"]
@@ -46,9 +52,9 @@ _DECODE = E.DecodeBatch
 _NUMBERS = E.DECODE_NUMBERS
 #: a prefill / access line of a simple run (searched from the "\n" before it)
 _PREFILL_LINE = re.compile(r"\n\[[^\]\n]*\] Prefill batch, ")
-_ACCESS_LINE = re.compile(r"\n(\[[^\]\n]*\] INFO:[^\n]*)")
-#: every path whose 200 shows the server serving (run_fold._READY_PATHS) holds one of these
-_READY_HINT = re.compile(r"/(?:generate|health)")
+_ACCESS_LINE = re.compile(r"\n\[[^\]\n]*\] INFO:")
+#: a decode line's row: its text when it has not SGLang's segments (DECODE_NUMBERS group 6)
+_OTHER_SHAPE = itemgetter(5)
 #: blocks whose text a run of not-yet-made decode events may hold (memory: this many blocks)
 PINNED_BLOCKS = 4
 
@@ -65,7 +71,7 @@ class BlockFold:
         #: of the general path, the end): (block text, start, end, first line number, decodes)
         self._runs: deque[tuple[str, int, int, int, int]] = deque()
         self._kept = 0  # decode lines in _runs
-        self._patterns: dict[frozenset, re.Pattern] = {}
+        self._patterns: dict[tuple[frozenset, bool], re.Pattern] = {}
         #: the current block lower-cased when it names "sglang" somewhere, "" when it does not,
         #: None when not known (non-ASCII: each run is looked at)
         self._named: str | None = None
@@ -89,10 +95,11 @@ class BlockFold:
         boots = self.fold.boots
         patterns = self._patterns
         while pos < end:
-            key = frozenset(boots[-1].rank_tags)
+            b = boots[-1]
+            key = (frozenset(b.rank_tags), b.http_served)
             run = patterns.get(key)
             if run is None:
-                run = patterns[key] = E.simple_run_pattern(key)
+                run = patterns[key] = E.simple_run_pattern(*key)
             e = run.match(text, pos).end()
             if e == pos:  # not a simple line: it and the bare lines after it, the general path
                 lines = []
@@ -166,14 +173,14 @@ class BlockFold:
                 and (rows or _PREFILL_LINE.search(text, s - 1, e)):
             served(b)
             b.served = True
-        if not b.http_served:
-            self._access(b, text, s, e, line0)
+        if not b.http_answered and _ACCESS_LINE.search(text, s - 1, e) is not None:
+            b.http_answered = True  # (a serving path's line is not simple while none served)
 
     def _decodes(self, b: Boot, text: str, s: int, e: int, line0: int, rows: list[tuple]) -> None:
         """The decode lines of a run (``rows``: their :data:`~.events.DECODE_NUMBERS` groups):
         their numbers (:func:`~.run_fold.decode_rows`); their events only for those the
         boot keeps (:meth:`_make_kept`)."""
-        if any(r[5] for r in rows):  # a line of another shape: each line as an event, in order
+        if any(map(_OTHER_SHAPE, rows)):  # a line of another shape: each line as an event, in order
             self._make_kept()
             for ev in self._events(text, s, e, line0):
                 RunFold._decode(b, ev)
@@ -217,20 +224,3 @@ class BlockFold:
             skip = 0
         runs.clear()
         self._kept = 0
-
-    def _access(self, b: Boot, text: str, s: int, e: int, line0: int) -> None:
-        """The access lines of a run, while none showed the boot serving: the fold's rule
-        (:func:`~.run_fold.answered`) on each line, where one may show it (a serving path)."""
-        if not b.http_answered and _ACCESS_LINE.search(text, s - 1, e) is not None:
-            b.http_answered = True
-        if _READY_HINT.search(text, s, e) is None:
-            return
-        count = text.count
-        prev, line = s, line0
-        for m in _ACCESS_LINE.finditer(text, s - 1, e):
-            at = m.start() + 1
-            line += count("\n", prev, at)
-            prev = at
-            answered(b, E.simple_event(m.group(1), line))
-            if b.http_served:
-                return

@@ -2224,7 +2224,7 @@ _CLAIMS = {"Rece": (_SIGQUIT_LAUNCH,)}
 _LEVEL_PART = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- )"
 
 
-def simple_run_pattern(ranks: Iterable[str] = ()) -> re.Pattern:
+def simple_run_pattern(ranks: Iterable[str] = (), serving_paths: bool = True) -> re.Pattern:
     """A compiled pattern whose ``match(text, pos)`` spans the run of *simple* lines at
     ``pos`` (each with its ``\\n``; empty when the line at ``pos`` is not one): lines that
     :meth:`LogParser.feed_many` reads on its hot path (``_HOT_RE``: SGLang's exact envelope,
@@ -2238,15 +2238,18 @@ def simple_run_pattern(ranks: Iterable[str] = ()) -> re.Pattern:
       does not claim).
 
     Only the rank tags in ``ranks`` (exactly as printed) or none: a line with another tag ends
-    the run. A plain-text line becomes a record when the next line starts (a bare line may
-    continue it), so may a batch line without ``#queue-req``; the others are complete
-    at once (:func:`simple_complete`)."""
+    the run; so does, without ``serving_paths``, an access line naming ``/generate`` or
+    ``/health`` (one that may show the server serving: the run fold reads those one by one).
+    A plain-text line becomes a record when the next line starts (a bare line may continue
+    it), so may a batch line without ``#queue-req``; the others are complete at once
+    (:func:`simple_complete`)."""
     heads = [k for k in _DISPATCH if k not in _CLAIMS]
     claims = [c for cs in _CLAIMS.values() for c in cs]
     tags = sorted(set(ranks), key=lambda r: (-len(r), r))
     env = (r"\[\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
            + ("(?: (?:" + "|".join(re.escape(t) for t in tags) + "))?" if tags else "") + r"\] ")
-    line = (env + r"(?:(?:Decode|Prefill) batch, |INFO:(?=[ -~]*? - \")|"
+    access = r"INFO:(?=[ -~]*? - \")" + ("" if serving_paths else r"(?![ -~]*?/(?:generate|health))")
+    line = (env + r"(?:(?:Decode|Prefill) batch, |" + access + "|"
             # _HOT_RE takes the level unless the message after it starts with a second envelope
             + r"(?>(?:" + _LEVEL_PART + r"(?!\[20))?)(?!\[20)(?!" + _trie(heads) + ")"
             + "".join("(?!" + re.escape(c) + ")" for c in claims) + r")[ -~]*+(?<!:)\n")

@@ -30,7 +30,8 @@ from mambaconsole.sglang.block_fold import BlockFold
 from mambaconsole.sglang.run_fold import RunFold
 from mambaconsole.sglang.summary import Finding, LogSummary, RankMemory, rank_sort_key, summary_of
 
-__all__ = ["detect_kind", "inspect_text", "inspect_log_lines", "inspect_log_blocks", "fold_lines", "fold_blocks", "empty_result", "KINDS"]
+__all__ = ["detect_kind", "inspect_text", "inspect_log_lines", "inspect_log_blocks", "fold_lines", "fold_blocks",
+           "empty_result", "KINDS"]
 
 KINDS = ("log", "metrics", "server_info", "gpu_table")
 
