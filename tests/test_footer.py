@@ -46,9 +46,10 @@ class Demo(App):
 
 
 def shown(app: App) -> list[tuple[str, str, bool]]:
-    """(description, key display, enabled) of each FooterKey, left to right (palette key last);
-    a disabled key has the class ``-disabled`` (Textual 8 FooterKey)."""
-    return [(str(k.description), k.key_display, not k.has_class("-disabled")) for k in app.screen.query("FooterKey")]
+    """(description, key display, enabled) of each FooterKey shown, left to right (palette key
+    last); a disabled key has the class ``-disabled`` (Textual 8 FooterKey)."""
+    return [(str(k.description), k.key_display, not k.has_class("-disabled")) for k in app.screen.query("FooterKey")
+            if k.display]
 
 
 async def test_footer_follows_the_focused_widgets_keys():
@@ -88,3 +89,27 @@ async def test_footer_recomposes_when_a_key_gets_disabled():
         await pilot.pause()
         await pilot.pause()
         assert ("Stop", "x", False) in shown(app)
+
+
+async def test_keys_the_focused_widget_lacks_are_hidden_not_recomposed():
+    """From a widget with more keys to one whose keys are those less some, in the same order,
+    the footer hides the others (the same widgets, no recompose); and back it shows them."""
+    app = Demo()
+    async with app.run_test(size=(100, 10)) as pilot:
+        app.query_one("#log").focus()
+        await pilot.pause()
+        with_search = shown(app)
+        widgets = list(app.screen.query("FooterKey"))
+        app.query_one("#one").focus()
+        await pilot.pause()
+        assert list(app.screen.query("FooterKey")) == widgets  # kept, not recomposed
+        assert shown(app) == [k for k in with_search if k[0] not in ("Search", "Filter")]
+        assert [d for d, _k, _e in shown(app)] == ["Quit", "Stop", "palette"]
+        app.query_one("#log").focus()
+        await pilot.pause()
+        assert list(app.screen.query("FooterKey")) == widgets and shown(app) == with_search
+        # what is drawn: no Search while #one is focused (the footer is the only place it shows)
+        app.query_one("#one").focus()
+        await pilot.pause()
+        screen = app.export_screenshot()
+        assert "Search" not in screen and "Filter" not in screen and "Quit" in screen
