@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from mambaconsole.agent.runs_agent import current_run
 from mambaconsole.node.agent import first_look
 from mambaconsole.node.local import LocalNode
@@ -161,7 +163,8 @@ async def test_what_the_first_view_does_not_need_waits_for_its_gpu_answer_too():
         yield GpuSnapshot((), available=False, reason="no GPU on this node", t=time.time())
         await asyncio.sleep(3600)
 
-    async def first_look():
+    async def first_look(on_gpu=None):
+        on_gpu(None)  # no current run: no sample
         return RunsListed((), None), None
 
     async def facts():
@@ -223,6 +226,25 @@ async def test_first_look_takes_the_first_gpu_sample_beside_the_log(tmp_path):
         [ln.decode().rstrip("\n") for ln in LINES]
 
 
+async def test_a_gpu_python_that_is_missing_gives_no_sample_and_the_log_still_comes(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"".join(LINES[:5]))
+    _store(tmp_path / "home", log, "20261201-100000-aaaa")
+    got: list = []
+    answer, batches = await first_look(LocalNode(), {"adopt": False, "home": str(tmp_path / "home")},
+                                       on_gpu=got.append, gpu_python=str(tmp_path / "no-such-python"),
+                                       home=str(tmp_path / "home"), python=sys.executable, interval=0.0, gpu="none")
+    lines: list[str] = []
+    try:
+        async for out in batches:
+            lines += [ln for r in out if r["type"] == "log" for ln in r["lines"]]
+            if got and len(lines) >= 5:
+                break
+    finally:
+        await batches.aclose()
+    assert got == [None] and lines == [ln.decode().rstrip("\n") for ln in LINES[:5]]
+
+
 async def test_first_look_without_a_current_run_says_no_gpu_sample_comes(tmp_path):
     (tmp_path / "home" / "runs").mkdir(parents=True)
     got: list = []
@@ -244,16 +266,22 @@ class Drawing(Folding):
         asyncio.get_running_loop().call_soon(fold)
 
 
-async def test_the_first_view_is_one_node_command_when_the_gpu_reader_shares_the_agents_python(tmp_path):
-    """The runs, the current run's log and the first GPU sample come from the first look; the
-    GPU stream (a second command, paying the node's command start-up again) starts once the
-    first view is drawn, and its samples follow the first one."""
+@pytest.mark.parametrize("own_gpu_python", [False, True], ids=["agent-python", "server-python"])
+async def test_the_first_view_is_one_node_command(tmp_path, own_gpu_python):
+    """The runs, the current run's log and the first GPU sample come from the first look, with
+    the GPU reader's python (the server's, when it is not the agent's); the GPU stream (a
+    second command, paying the node's command start-up again) starts once the first view is
+    drawn, and its samples follow the first one."""
     log = tmp_path / "server.log"
     log.write_bytes(b"".join(LINES))
     _store(tmp_path / "home", log, "20261201-100000-aaaa")
     gpu = _gpu_file(tmp_path / "gpu.json", 2048.0)
+    gpu_python = sys.executable
+    if own_gpu_python:  # another name for a python: the sample must be taken with this one
+        gpu_python = str(tmp_path / "server-python")
+        Path(gpu_python).symlink_to(sys.executable)
     node = CountingNode()
-    feed = Feed(node, HostSettings(python=sys.executable), home=str(tmp_path / "home"), agent_python=sys.executable,
+    feed = Feed(node, HostSettings(python=gpu_python), home=str(tmp_path / "home"), agent_python=sys.executable,
                 adopt=False, sim_gpu_file=str(gpu))
     session = Session(feed, poll_s=0.3)
     session.listener = Drawing(session)
@@ -267,7 +295,6 @@ async def test_the_first_view_is_one_node_command_when_the_gpu_reader_shares_the
 
     node.stream_line_batches = noted
     try:
-        assert feed.gpu_in_first_look
         session.start()
         deadline = time.monotonic() + 60
         while not (session.first_log_shown and st.gpu is not None and st.log_offset >= log.stat().st_size):
@@ -286,4 +313,74 @@ async def test_the_first_view_is_one_node_command_when_the_gpu_reader_shares_the
     streams = [a for a, shown in asked if "--gpu" in a and a[a.index("--gpu") + 1] == "sim"]
     # one command before the first view (the first look); the GPU stream only after it
     assert len(before) == 1 and '"current": true' in " ".join(before[0]), asked
-    assert len(streams) == 1 and (streams[0], True) in asked, asked
+    assert len(streams) == 1 and (streams[0], True) in asked and streams[0][0] == gpu_python, asked
+    assert before[0][before[0].index("-") + 2].count(gpu_python) == 1, before[0]
+
+
+class SlowToConnect(LocalNode):
+    """This machine behind a connection that opens when the test says so (as an SSHNode's
+    first connect, which every command waits for)."""
+
+    def __init__(self) -> None:
+        super().__init__("slow")
+        self.connected = False
+        self.asked = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def connect(self, *, backoff: bool = True):
+        self.asked.set()
+        await self.gate.wait()
+        self.connected = True
+        return self
+
+
+async def _console_on(node, tmp_path, hold: asyncio.Event, entered: asyncio.Event):
+    from fixtures.console import console_for
+
+    app = console_for(node, str(tmp_path / "home"), agent_python=sys.executable)
+    async with app.run_test(size=(120, 40)):
+        entered.set()
+        await hold.wait()
+    return app
+
+
+async def test_the_panes_are_built_once_the_connection_opened(tmp_path, monkeypatch):
+    """The app builds its panes after the node's connection opened: on one event loop the
+    handshake's round trips (and the first look's command) would wait behind compose, mount
+    and the first paint, and the node's answer with them."""
+    from mambaconsole.session import session as session_mod
+
+    monkeypatch.setattr(session_mod, "OPEN_WAIT_S", 60.0)
+    node, hold, entered = SlowToConnect(), asyncio.Event(), asyncio.Event()
+    run = asyncio.ensure_future(_console_on(node, tmp_path, hold, entered))
+    try:
+        await asyncio.wait_for(node.asked.wait(), 60)
+        await asyncio.sleep(0.5)
+        assert not entered.is_set(), "the panes were built while the connection was still opening"
+        node.gate.set()
+        await asyncio.wait_for(entered.wait(), 60)
+    finally:
+        node.gate.set()
+        hold.set()
+        app = await asyncio.wait_for(run, 60)
+    assert app.log_pane is not None
+
+
+async def test_a_connection_that_does_not_open_holds_the_panes_only_briefly(tmp_path):
+    """A node that does not answer: the panes come after OPEN_WAIT_S (0.25 s), not after the
+    connection's timeout, and say it is still connecting."""
+    from mambaconsole.session.session import OPEN_WAIT_S
+
+    node, hold, entered = SlowToConnect(), asyncio.Event(), asyncio.Event()
+    run = asyncio.ensure_future(_console_on(node, tmp_path, hold, entered))
+    try:
+        await asyncio.wait_for(node.asked.wait(), 60)
+        t = time.monotonic()
+        await asyncio.wait_for(entered.wait(), 30)
+        waited = time.monotonic() - t
+        assert not node.connected
+    finally:
+        hold.set()
+        node.gate.set()
+        await asyncio.wait_for(run, 60)
+    assert OPEN_WAIT_S == 0.25 and waited < 10, waited

@@ -6,9 +6,9 @@ then that run's log; as two remote commands in a row it pays the node's command 
 before the first paint (over SSH each command starts the login shell, whose rc files may take
 100-200 ms: ``pyenv init``, ``conda activate``). This program does both in one command.
 
-The first view also shows the node's GPUs: when the GPU reader runs with this same python,
-this program takes the first GPU sample too, in a thread beside the log (a second command
-would pay the node's command start-up again, at the same moment).
+The first view also shows the node's GPUs: this program takes the first GPU sample too, by
+running the node agent ``--once`` with the GPU reader's python as its child, beside the log (a
+second remote command would pay the node's command start-up again, at the same moment).
 
 The console sends this file on stdin, after two lines it puts first: ``RUNS_AGENT = '...'`` and
 ``NODE_AGENT = '...'``, the sources of ``runs_agent.py`` and ``node_agent.py`` (Python string
@@ -16,8 +16,9 @@ literals)::
 
     python3 -u - LIST_REQUEST_JSON GPU_SAMPLE_JSON [node agent options ...]
 
-``GPU_SAMPLE_JSON``: ``null`` (no GPU sample), or ``{"gpu": "auto" | "pynvml" | "nvidia-smi" |
-"sim", "sim_file": PATH or null}`` (the node agent's ``--gpu`` and ``--sim-file``).
+``GPU_SAMPLE_JSON``: ``null`` (no GPU sample), or ``{"python": PYTHON, "gpu": "auto" | "pynvml" |
+"nvidia-smi" | "sim", "sim_file": PATH or null}``: the GPU reader's python (found on this
+process's ``PATH``, as the login shell would) and the node agent's ``--gpu`` and ``--sim-file``.
 
 Output, one JSON object per line: first ``{"type": "runs", "ok": true, "result": {...}}``
 (``runs_agent.py``'s answer to ``list`` with ``LIST_REQUEST_JSON``, which asks for
@@ -27,13 +28,18 @@ shapes are in ``node_agent.py``), until the console closes the stream. Without a
 the program ends after the first line. With a GPU sample asked for and a current run, one
 ``{"type": "gpu_sample", "record": REC}`` comes somewhere among the agent's records (before its
 ``hello`` too), as soon as the sample is taken: ``REC`` is the node agent's ``gpu``, ``no_gpu``
-or ``error`` record (its sample failed) of ``--once``.
+or ``error`` record (its sample failed) of ``--once``, or ``null`` when that agent did not
+answer (its python is missing, it failed, or it took more than GPU_SAMPLE_S seconds).
 """
 
 import json
+import subprocess
 import sys
 import threading
 import types
+
+#: seconds the GPU sample may take at most (an ``nvidia-smi`` that hangs on a broken GPU)
+GPU_SAMPLE_S = 30
 
 
 def _module(name, source):
@@ -46,10 +52,23 @@ def _module(name, source):
 
 
 def _gpu_sample(agent, ask):
-    """Emit one ``gpu_sample`` record: the node agent's backend ``ask["gpu"]`` (with
-    ``ask["sim_file"]``), sampled once (a thread: the log does not wait for the GPU library)."""
-    backend = agent.pick_backend(ask.get("gpu") or "auto", ask.get("sim_file"))
-    agent.emit({"type": "gpu_sample", "record": agent.sample_record(backend)})
+    """Emit one ``gpu_sample`` record: the node agent ``--once`` run by ``ask["python"]``
+    (``--gpu ask["gpu"]``, ``--sim-file ask["sim_file"]``), its second record. A child process,
+    not this one: the GPU library's import (pynvml: tens of ms) takes another core, not the
+    log's."""
+    argv = [ask["python"], "-u", "-", "--once", "--gpu", ask.get("gpu") or "auto"]
+    if ask.get("sim_file"):
+        argv += ["--sim-file", ask["sim_file"]]
+    rec = None
+    try:
+        out = subprocess.run(argv, input=NODE_AGENT.encode("utf-8"), stdout=subprocess.PIPE,  # noqa: F821
+                             stderr=subprocess.DEVNULL, timeout=GPU_SAMPLE_S).stdout
+        recs = [json.loads(line) for line in out.splitlines() if line.strip()]
+        if len(recs) >= 2 and recs[0].get("type") == "hello" and isinstance(recs[1], dict):
+            rec = recs[1]
+    except (OSError, ValueError, subprocess.SubprocessError):
+        rec = None
+    agent.emit({"type": "gpu_sample", "record": rec})
 
 
 def main():

@@ -164,7 +164,7 @@ async def _gpu_sample_split(batches: AsyncIterator[list[dict]], on_gpu: Callable
 
 
 async def first_look(node: Node, list_request: dict, *, on_gpu: Callable[[dict | None], None] | None = None,
-                     gpu_choice: str = "auto", gpu_sim_file: str | None = None,
+                     gpu_python: str | None = None, gpu_choice: str = "auto", gpu_sim_file: str | None = None,
                      **kw) -> tuple[dict, AsyncIterator[list[dict]] | None]:
     """The node's runs and the current run's log in ONE remote command (``agent/first_look.py``):
     ``(answer, batches)``, ``answer`` the run store's answer to ``list`` with ``list_request``
@@ -175,13 +175,15 @@ async def first_look(node: Node, list_request: dict, *, on_gpu: Callable[[dict |
     ``batches`` (that stops the agent on the node). Raises NodeError when the node cannot be
     reached or the program does not answer.
 
-    ``on_gpu``: the same command takes one GPU sample (backend ``gpu_choice``, ``gpu_sim_file``)
-    with ``kw``'s python, beside the log: ``on_gpu`` gets its record (``gpu``, ``no_gpu`` or
-    ``error``, shapes in ``agent/node_agent.py``) when it arrives, which may be while
-    ``batches`` is read, or ``None`` once none can come (no current run, the stream ended or was
+    ``on_gpu``: the same command takes one GPU sample with ``gpu_python`` (default: ``kw``'s
+    python; backend ``gpu_choice``, ``gpu_sim_file``: the node agent ``--once``), beside the log:
+    ``on_gpu`` gets its record (``gpu``, ``no_gpu`` or ``error``, shapes in
+    ``agent/node_agent.py``) when it arrives, which may be while ``batches`` is read, or ``None``
+    once none can come (that agent did not answer, no current run, the stream ended or was
     closed first). Its batches never hold that record."""
     python = kw.get("python", "python3")
-    ask = {"gpu": gpu_choice, "sim_file": gpu_sim_file} if on_gpu is not None else None
+    ask = ({"python": gpu_python or python, "gpu": gpu_choice, "sim_file": gpu_sim_file}
+           if on_gpu is not None else None)
     argv = [python, "-u", "-", json.dumps(list_request), json.dumps(ask), *agent_argv(**kw)[3:]]
     stream = _record_stream(node, argv, first_look_source())
     if on_gpu is not None:

@@ -82,6 +82,7 @@ class Supervisor:
         self._wake = asyncio.Event()
         self._up = asyncio.Event()
         self._up.set()
+        self._opened = asyncio.Event()  # the first connection attempt has ended
         self._closed = False
 
     # ----------------------------------------------------------------- status
@@ -145,6 +146,18 @@ class Supervisor:
             waiter.cancel()
         return self.status.up
 
+    async def wait_opened(self, timeout: float) -> bool:
+        """Wait until the watchdog's first connection attempt has ended (the connection opened,
+        or it failed; at once for a node that was already connected or has no connection), at
+        most ``timeout`` seconds; returns whether it has. The attempt itself goes on past
+        ``timeout`` (the node's commands share it)."""
+        waiter = asyncio.ensure_future(self._opened.wait())
+        try:
+            await asyncio.wait({waiter}, timeout=timeout)
+        finally:
+            waiter.cancel()
+        return self._opened.is_set()
+
     def require_up(self, what: str = "act") -> None:
         """Raise ConsoleError (one line) while the link is down: never act on stale data."""
         if not self.status.up:
@@ -155,6 +168,7 @@ class Supervisor:
     async def _run(self) -> None:
         if not self._connected():
             await self._first_connect()
+        self._opened.set()
         while not self._closed:
             if self.status.up:
                 if not self._connected():

@@ -207,12 +207,6 @@ class Feed:
                           not_adopted=tuple({k: o.get(k) for k in ("pid", "argv", "started", "tmux_session")}
                                             for o in result.get("not_adopted") or ()))
 
-    @property
-    def gpu_in_first_look(self) -> bool:
-        """:meth:`first_look` can take the first GPU sample too: the GPU reader's python
-        (:attr:`gpu_python`) is the agent's."""
-        return self.gpu_python == self.agent_python
-
     async def first_look(self, on_gpu: Callable[[GpuSnapshot | None], None] | None = None
                          ) -> tuple[RunsListed, AsyncIterator[list[dict]] | None]:
         """:meth:`runs`, and the node agent started on the current run's log from its start as
@@ -224,20 +218,19 @@ class Feed:
         ``tail(current run, 0, first=...)`` or closes. Raises ConsoleError when the listing
         failed, NodeError when the node could not be asked.
 
-        ``on_gpu``, when :attr:`gpu_in_first_look`: the same command takes the first GPU sample
-        (as :meth:`gpu_stream`'s), and ``on_gpu`` gets it as a :class:`GpuSnapshot` when it
-        arrives (it may come while the batches are read), or None once none will come."""
+        ``on_gpu``: the same command takes the first GPU sample (as :meth:`gpu_stream`'s, with
+        :attr:`gpu_python`), and ``on_gpu`` gets it as a :class:`GpuSnapshot` when it arrives
+        (it may come while the batches are read), or None once none will come."""
         from mambaconsole.node.agent import first_look
         from mambaconsole.node.runs import RunError
 
         kw: dict = {}
-        if on_gpu is not None and self.gpu_in_first_look:
+        if on_gpu is not None:
             def sampled(rec: dict | None) -> None:
                 on_gpu(None if rec is None else gpu_snapshot(rec, self.clock(), simulated=bool(self.sim_gpu_file)))
 
-            kw = dict(on_gpu=sampled, gpu_choice=self._gpu_choice(), gpu_sim_file=self.sim_gpu_file)
-        elif on_gpu is not None:
-            on_gpu(None)
+            kw = dict(on_gpu=sampled, gpu_python=self.gpu_python, gpu_choice=self._gpu_choice(),
+                      gpu_sim_file=self.sim_gpu_file)
         answer, batches = await first_look(self.node, self._runs_request(), **self._tail_options(0), **kw)
         if not answer.get("ok"):
             raise RunError(f"{self.node.name}: {answer.get('error')}")

@@ -58,6 +58,8 @@ PEAK_NOTE_S = 5.0
 RANKS_POLL_S = 3.0
 #: seconds the polls the first view does not need wait for the log's history at most
 FIRST_LOG_WAIT_S = 1.5
+#: seconds the owner's first paint waits for the node's connection at most (:meth:`Session.link_opened`)
+OPEN_WAIT_S = 0.25
 #: seconds to wait for the session's tasks to end when it closes
 CLOSE_WAIT_S = 5.0
 
@@ -147,7 +149,7 @@ class Session:
         #: :meth:`_follow` reads them (or they are closed)
         self._first_tail: tuple[str, AsyncIterator[list[dict]]] | None = None
         #: the first look's GPU sample (a GpuSnapshot, or None when none comes), which the GPU
-        #: watch shows before it starts its stream; None: the watch starts its stream at once
+        #: watch shows before it starts its stream (made by :meth:`start`)
         self._first_gpu: asyncio.Future | None = None
 
     @property
@@ -206,12 +208,23 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - said, and the console still shows the node
                 self.listener.notify(f"could not start: {exc}", "error", 15)
         self._spawn("link", self._watch_link())
-        if self.feed.gpu_in_first_look:
-            self._first_gpu = asyncio.get_running_loop().create_future()
+        self._first_gpu = asyncio.get_running_loop().create_future()
         self._spawn("runs", self._first_look())
         self._spawn("gpu", self._watch_gpu())
         self._spawn("ranks", self._watch_ranks())
         self.after_first_log(lambda: self._spawn("facts", self._load_facts()))
+
+    async def link_opened(self, limit: float | None = None) -> None:
+        """Once :meth:`start` ran: wait until the node's connection has opened (or failed to),
+        at most ``limit`` seconds (default OPEN_WAIT_S; not at all with a ``prepare``, which runs
+        first). For the owner's start-up: a console that builds its panes after this lets the
+        connection's handshake and the first look's command go out first; on one event loop
+        their round trips would otherwise wait behind compose, mount and the first paint
+        (~100 ms on a loaded 2-core machine), and the node's answer, which the first view
+        waits for, with them."""
+        if not self.started or self.closing or self.prepare is not None:
+            return
+        await self.feed.link.wait_opened(OPEN_WAIT_S if limit is None else limit)
 
     def after_first_log(self, start: Callable[[], None]) -> None:
         """Call ``start`` (a poll the first view does not need: the node's SGLang version, the
@@ -310,8 +323,7 @@ class Session:
         command, not two or three at once. The log's agent waits in :attr:`_first_tail` for
         :meth:`_follow`; the sample goes to the GPU watch (:attr:`_first_gpu`)."""
         try:
-            listed, batches = await self.feed.first_look(
-                on_gpu=self._first_gpu_sampled if self._first_gpu is not None else None)
+            listed, batches = await self.feed.first_look(on_gpu=self._first_gpu_sampled)
         except Exception as exc:  # noqa: BLE001 - as a failed runs poll: read again after its backoff
             self._first_gpu_sampled(None)
             self._lost("runs", exc)
@@ -349,16 +361,21 @@ class Session:
     async def _watch_gpu(self) -> None:
         """GPU samples every ``poll_s`` seconds from one long-lived node agent
         (:meth:`Feed.gpu_stream`); when the stream breaks, it starts again once the link is up,
-        after :data:`~mambaconsole.backoff.STREAM`. When the first look takes the first sample
-        (:attr:`_first_gpu`), that one is shown first and the stream waits for the first view
-        (:meth:`after_first_log`): its node command would compete with the first view's."""
+        after :data:`~mambaconsole.backoff.STREAM`. The first look's sample (:attr:`_first_gpu`)
+        is shown first, and the stream then waits for the first view (:meth:`after_first_log`):
+        its node command would compete with the first view's. Without that sample (it failed,
+        no current run, or it is later than the first view) the stream starts at once."""
         first = self._first_gpu
         if first is not None:
-            snap = await first
-            if snap is not None:
-                self._post(snap, "gpu")
-                drawn = asyncio.Event()
-                self.after_first_log(drawn.set)
+            drawn = asyncio.Event()
+            self.after_first_log(drawn.set)
+            shown = asyncio.ensure_future(drawn.wait())
+            try:
+                await asyncio.wait({first, shown}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                shown.cancel()
+            if first.done() and first.result() is not None:
+                self._post(first.result(), "gpu")
                 await drawn.wait()
 
         async def samples():

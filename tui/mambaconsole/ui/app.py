@@ -253,12 +253,14 @@ class ConsoleApp(App[int]):
                 raise ConsoleError(f"unknown theme {want!r} (known: {', '.join(self._themes)})")
             self.theme = want
 
-    def on_load(self) -> None:
-        """Start the session before the panes are built: connecting to the node and its first
-        command overlap compose and mount (its answers wait in the message queue, handled once
-        mounted, in order with the keys)."""
+    async def on_load(self) -> None:
+        """Start the session before the panes are built, and let its connection open first (at
+        most :data:`~mambaconsole.session.session.OPEN_WAIT_S`, :meth:`Session.link_opened`): the
+        node's first command then runs while compose and mount do (its answers wait in the
+        message queue, handled once mounted, in order with the keys)."""
         if self.start_workers:
             self.session.start()
+            await self.session.link_opened()
 
     def on_mount(self) -> None:
         titles = {"gpu": "GPU memory [1]", "spec": "Speculative decoding [2]", "args": "ServerArgs [3]", "log": "Log [4]"}
