@@ -7,8 +7,9 @@ before the first paint (over SSH each command starts the login shell, whose rc f
 100-200 ms: ``pyenv init``, ``conda activate``). This program does both in one command.
 
 The first view also shows the node's GPUs: this program takes the first GPU sample too, by
-running the node agent ``--once`` with the GPU reader's python as its child, beside the log (a
-second remote command would pay the node's command start-up again, at the same moment).
+running the node agent ``--once`` with the GPU reader's python as its child from its start on,
+beside the listing and the log (a second remote command would pay the node's command start-up
+again, at the same moment).
 
 The console sends this file on stdin, after two lines it puts first: ``RUNS_AGENT = '...'`` and
 ``NODE_AGENT = '...'``, the sources of ``runs_agent.py`` and ``node_agent.py`` (Python string
@@ -51,29 +52,57 @@ def _module(name, source):
     return mod
 
 
-def _gpu_sample(agent, ask):
-    """Emit one ``gpu_sample`` record: the node agent ``--once`` run by ``ask["python"]``
-    (``--gpu ask["gpu"]``, ``--sim-file ask["sim_file"]``), its second record. A child process,
-    not this one: the GPU library's import (pynvml: tens of ms) takes another core, not the
-    log's."""
-    argv = [ask["python"], "-u", "-", "--once", "--gpu", ask.get("gpu") or "auto"]
-    if ask.get("sim_file"):
-        argv += ["--sim-file", ask["sim_file"]]
-    rec = None
-    try:
-        out = subprocess.run(argv, input=NODE_AGENT.encode("utf-8"), stdout=subprocess.PIPE,  # noqa: F821
-                             stderr=subprocess.DEVNULL, timeout=GPU_SAMPLE_S).stdout
-        recs = [json.loads(line) for line in out.splitlines() if line.strip()]
-        if len(recs) >= 2 and recs[0].get("type") == "hello" and isinstance(recs[1], dict):
-            rec = recs[1]
-    except (OSError, ValueError, subprocess.SubprocessError):
+class GpuSample(threading.Thread):
+    """One GPU sample, taken from the program's start on: the node agent ``--once`` run by
+    ``ask["python"]`` (``--gpu ask["gpu"]``, ``--sim-file ask["sim_file"]``), its second record.
+    A child process, not this one: the GPU library's import (pynvml: tens of ms) takes another
+    core, not the listing's or the log's. Emitted as a ``gpu_sample`` record once
+    :meth:`hand_over` gave the node agent (whose ``emit`` keeps each record on its line)."""
+
+    def __init__(self, ask):
+        threading.Thread.__init__(self, daemon=True)
+        self.argv = [ask["python"], "-u", "-", "--once", "--gpu", ask.get("gpu") or "auto"]
+        if ask.get("sim_file"):
+            self.argv += ["--sim-file", ask["sim_file"]]
+        self.proc = None
+        self.agent = None
+        self.ready = threading.Event()
+
+    def run(self):
         rec = None
-    agent.emit({"type": "gpu_sample", "record": rec})
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+            try:
+                out = self.proc.communicate(NODE_AGENT.encode("utf-8"), timeout=GPU_SAMPLE_S)[0]  # noqa: F821
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                out = b""
+            recs = [json.loads(line) for line in out.splitlines() if line.strip()]
+            if len(recs) >= 2 and recs[0].get("type") == "hello" and isinstance(recs[1], dict):
+                rec = recs[1]
+        except (OSError, ValueError, subprocess.SubprocessError):
+            rec = None
+        self.ready.wait()
+        self.agent.emit({"type": "gpu_sample", "record": rec})
+
+    def hand_over(self, agent):
+        self.agent = agent
+        self.ready.set()
+
+    def drop(self):
+        """No sample wanted after all (no current run): end the child."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
 
 def main():
     req = json.loads(sys.argv[1])
     gpu_ask = json.loads(sys.argv[2])
+    sample = GpuSample(gpu_ask) if gpu_ask else None
+    if sample is not None:
+        sample.start()
     runs = _module("runs_agent", RUNS_AGENT)  # noqa: F821 - put first by the console
     answer = runs.answer("list", dict(req, current=True))
     rec = dict(answer, type="runs")
@@ -82,10 +111,12 @@ def main():
     result = answer.get("result") if answer.get("ok") else None
     current = result.get("current") if isinstance(result, dict) else None
     if not current:
+        if sample is not None:
+            sample.drop()
         return 0
     agent = _module("node_agent", NODE_AGENT)  # noqa: F821 - put first by the console
-    if gpu_ask:
-        threading.Thread(target=_gpu_sample, args=(agent, gpu_ask), daemon=True).start()
+    if sample is not None:
+        sample.hand_over(agent)
     return agent.main(sys.argv[3:] + ["--run", current])
 
 
