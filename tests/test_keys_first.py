@@ -296,3 +296,22 @@ async def test_the_fold_waits_for_a_key_only_until_its_action_is_on_screen(monke
                 break
         assert app.focused is app.query_one("#gpu")
         assert app.state.log_total == 2_000  # folded once the key was answered, not 30 s later
+
+
+async def test_a_redraw_never_reported_on_screen_does_not_stop_the_log_being_drawn():
+    """The pacer waits for the last redraw's screen update before the next; if that report
+    never comes (its screen went away before the update), the next lines are drawn anyway,
+    once the pacer's ``unshown`` time has passed."""
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0.05)
+        app._pacer.begin(time.perf_counter())  # a redraw whose screen update is never reported
+        app.session.intake.put(LogLines("r1", lines(3)))
+        app.post_message(M.LogPending())
+        for _ in range(100):
+            await pilot.pause(0.01)
+            if app.log_pane._seen_total == 3:
+                break
+        assert app.state.log_total == 3 and app.log_pane._seen_total == 3

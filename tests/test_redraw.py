@@ -27,10 +27,11 @@ def test_a_box_grows_at_once_and_shrinks_only_after_its_height_went_unused():
 def test_the_pacer_lets_a_redraw_start_at_once_unless_the_last_is_unshown_or_dear():
     from mambaconsole.ui.redraw import FramePacer
 
-    p = FramePacer(share=0.5, longest=1 / 30)
+    p = FramePacer(share=0.5, longest=1 / 30, unshown=0.25)
     assert p.due() == float("-inf")  # nothing drawn yet: at once
     p.begin(10.0)
-    assert p.due() == float("inf")  # not on screen yet: a redraw now would go out with it
+    # not on screen yet: a redraw now would go out with it; unshown 0.25 s on: taken as shown
+    assert p.in_flight and p.due() == 10.25
     p.shown(10.004)  # on screen 4 ms later: half the time drawing means 8 ms from start to start
     assert abs(p.due() - 10.008) < 1e-9
     p.begin(10.008)

@@ -471,12 +471,16 @@ class ConsoleApp(App[int]):
 
     def _draw_when_due(self, now: float) -> None:
         """Draw the log's changes now if the pacer lets a redraw start, else once it does (a
-        timer; or, while the last redraw is not on screen yet, :meth:`_shown` asks again)."""
+        timer; while the last redraw is not on screen yet, :meth:`_shown` asks again sooner)."""
         due = self._pacer.due()
         if now >= due:
             self._draw_log_changes()
-        elif self._log_frame_timer is None and self._log_changed and due != float("inf"):
-            self._log_frame_timer = self.set_timer(due - now, self._draw_log_changes)
+        elif self._log_changed:
+            if self._log_frame_timer is not None and not self._pacer.in_flight:
+                self._log_frame_timer.stop()  # set while the last redraw was unshown: now sooner
+                self._log_frame_timer = None
+            if self._log_frame_timer is None:
+                self._log_frame_timer = self.set_timer(due - now, self._draw_log_changes)
 
     def _draw(self, panes: set[str]) -> None:
         """Redraw ``panes`` from the log's changes, timed for the pacer until the screen update

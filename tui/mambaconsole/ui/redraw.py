@@ -71,21 +71,25 @@ class FramePacer:
     has to wait more than ``longest`` seconds after it was shown: a line after a quiet spell
     is drawn at once, lines 10 ms apart each in their own frame when a frame takes a few
     milliseconds, and a flood at most ``1 / longest`` times a second once its frames are
-    dear."""
+    dear. A redraw not reported on screen within ``unshown`` seconds is taken as shown (the
+    screen it was drawn for went away before its update, say a dialog that closed): the log is
+    never left undrawn."""
 
-    def __init__(self, share: float, longest: float) -> None:
+    def __init__(self, share: float, longest: float, unshown: float = 0.25) -> None:
         self.share = share
         self.longest = longest
+        self.unshown = unshown
         self.started = float("-inf")  # perf_counter seconds: the last redraw began
         self.cost = 0.0  # seconds: how long the last redraw took until it was on screen
         #: the last redraw is not on screen yet (a redraw now would be written with it)
         self.in_flight = False
 
     def due(self) -> float:
-        """The earliest ``time.perf_counter()`` at which the next redraw may start (infinite
-        while the last one is :attr:`in_flight`)."""
+        """The earliest ``time.perf_counter()`` at which the next redraw may start (while the
+        last one is :attr:`in_flight`: ``unshown`` seconds after it began, unless it is shown
+        before)."""
         if self.in_flight:
-            return float("inf")
+            return self.started + self.unshown
         return self.started + min(self.longest, self.cost / self.share)
 
     def begin(self, now: float) -> None:
