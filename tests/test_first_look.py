@@ -384,3 +384,31 @@ async def test_a_connection_that_does_not_open_holds_the_panes_only_briefly(tmp_
         node.gate.set()
         await asyncio.wait_for(run, 60)
     assert OPEN_WAIT_S == 0.25 and waited < 10, waited
+
+
+def test_mambaconsole_host_logs_in_once_before_the_first_paint(ssh_home, no_config, monkeypatch):
+    """``mambaconsole HOST`` checks that the host can be reached before the app starts; given
+    the event loop the console will run on, the check's connection is the console's: one SSH
+    handshake and login, not the check's and then the console's."""
+    import asyncssh
+
+    from mambaconsole.session.session import for_host
+
+    opened = []
+    real = asyncssh.connect
+
+    def counted(*a, **kw):
+        opened.append(a[0] if a else kw.get("host"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(asyncssh, "connect", counted)
+    loop = asyncio.new_event_loop()
+    try:
+        session = for_host(ssh_home.alias, {"python": sys.executable}, loop=loop)
+        node = session.feed.node
+        assert node.connected
+        r = loop.run_until_complete(node.run(["echo", "on the same connection"]))
+        loop.run_until_complete(session.feed.close())
+    finally:
+        loop.close()
+    assert r.out == "on the same connection\n" and opened == [ssh_home.alias], opened

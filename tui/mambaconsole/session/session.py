@@ -813,13 +813,18 @@ class Session:
         self.poll_runs()
 
 
-def for_host(host: str, overrides: dict[str, Any] | None = None) -> Session:
+def for_host(host: str, overrides: dict[str, Any] | None = None, *,
+             loop: asyncio.AbstractEventLoop | None = None) -> Session:
     """The session of ``mambaconsole HOST`` (and of the fleet screen's Enter on a worker): the
     host's settings (``config.toml``'s ``[hosts.HOST]``, then ``overrides``, the command line's),
     its node (``local``: this machine, with this process's ``MAMBACONSOLE_HOME``), polled every
     ``poll_s`` of the settings. A host that cannot be reached at all (a typo, a refused key)
-    raises here, one line, instead of becoming a console that keeps reconnecting to nothing;
-    the node itself connects on first use, in the caller's event loop."""
+    raises here, one line, instead of becoming a console that keeps reconnecting to nothing.
+
+    ``loop``: the event loop the console will run on (not running yet): the session's own node
+    connects there, and the console goes on with that connection (one SSH handshake and login
+    before the first paint, not two). Without it, a connection of its own is opened and closed
+    (in a loop of its own), and the node connects on first use, in the caller's event loop."""
     import os
 
     from mambaconsole.node import connect, node_for
@@ -828,10 +833,16 @@ def for_host(host: str, overrides: dict[str, Any] | None = None) -> Session:
     if not host:
         raise ConsoleError("give a HOST (ssh alias, user@host[:port] or 'local'), or --demo", exit_code=2)
     s = cfg.load(host, dict(overrides or {}))
+    node = node_for(host)
     if host != "local":
-        async def probe() -> None:
-            await (await connect(host)).close()
+        if loop is not None:
+            connect_now = getattr(node, "connect", None)
+            if connect_now is not None:
+                loop.run_until_complete(connect_now())
+        else:
+            async def probe() -> None:
+                await (await connect(host)).close()
 
-        asyncio.run(probe())
-    feed = Feed(node_for(host), s, home=os.environ.get("MAMBACONSOLE_HOME", "") if host == "local" else "")
+            asyncio.run(probe())
+    feed = Feed(node, s, home=os.environ.get("MAMBACONSOLE_HOME", "") if host == "local" else "")
     return Session(feed, poll_s=s.poll_s)

@@ -847,19 +847,42 @@ def run(args) -> int:
     from mambaconsole.session.session import for_host
 
     overrides = {k: getattr(args, k, None) for k in ("python", "session", "port", "workdir", "theme")}
-    session = for_host(args.host, overrides)
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise ConsoleError("the console needs a terminal (stdin/stdout are not a TTY); "
-                           "for scripts use: doctor, launch, runs, stop, inspect, resolve, report")
-    return run_session(session, read_only=read_only)
+    # one event loop for the reachability check and the console: the check's connection is the
+    # console's (one SSH handshake and login before the first paint, not two)
+    loop = asyncio.new_event_loop()
+    try:
+        session = for_host(args.host, overrides, loop=loop)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            loop.run_until_complete(session.feed.close())
+            raise ConsoleError("the console needs a terminal (stdin/stdout are not a TTY); "
+                               "for scripts use: doctor, launch, runs, stop, inspect, resolve, report")
+        return run_session(session, read_only=read_only, loop=loop)
+    finally:
+        _close_loop(loop)
 
 
-def run_session(session: Session, *, read_only: bool = False) -> int:
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close ``loop`` as ``asyncio.run`` closes its own: what is left running is cancelled and
+    waited for, async generators are finalised."""
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+
+
+def run_session(session: Session, *, read_only: bool = False, loop: asyncio.AbstractEventLoop | None = None) -> int:
     """The console on ``session`` (its host's theme, the remembered pane sizes) until quit;
-    the session's feed is closed on the way out. Returns the exit status."""
+    the session's feed is closed on the way out. ``loop``: the event loop to run on (the one
+    :func:`~mambaconsole.session.session.for_host` connected the node in). Returns the exit
+    status."""
     app = ConsoleApp(session, read_only=read_only, theme=session.feed.settings.theme, on_quit=session.feed.close,
                      ui_state=ui_state_mod.state_path())
-    return int(app.run() or 0)
+    return int(app.run(loop=loop) or 0)
 
 
 class _Listener(Listener):
