@@ -108,13 +108,14 @@ def test_one_scan_per_batch_gives_each_line_its_own_severity_and_access_flag():
 
 async def _fed_in_batches(app, pilot, n_batches: int, per: int, gap_s: float) -> list[tuple[float, float]]:
     """Post ``n_batches`` batches of ``per`` lines, ``gap_s`` apart, as the tail worker does;
-    returns ``(perf_counter, the pacer's measured cost then)`` of each log-pane redraw, once
-    every line is drawn."""
+    returns ``(when it began, the pacer's measured cost then)`` of each redraw of the log pane
+    (perf_counter seconds, as the pacer took them), once every line is drawn."""
     draws: list[tuple[float, float]] = []
     refresh = app.log_pane.refresh_from
 
     def counted(state):
-        draws.append((time.perf_counter(), app._pacer.cost))
+        if not draws or app._pacer.started != draws[-1][0]:
+            draws.append((app._pacer.started, app._pacer.cost))
         refresh(state)
 
     app.log_pane.refresh_from = counted
@@ -149,8 +150,9 @@ async def test_a_flood_is_drawn_as_its_measured_cost_allows_and_its_last_lines_a
         assert max(costs) < 1.0  # seconds: a redraw of one 120x40 screen, not the whole run
         for (a, _), (b, cost) in zip(draws, draws[1:]):
             # each redraw began no sooner than the last one's cost allows (never two in one
-            # frame's cost / share), and none waited more than LOG_FRAME_S for the pacer
-            assert b - a >= min(LOG_FRAME_S, cost / LOG_DRAW_SHARE) * 0.9
+            # frame's cost / share), and none waited more than LOG_FRAME_S for the pacer (a
+            # timer may fire up to a millisecond early: asyncio's clock resolution)
+            assert b - a >= min(LOG_FRAME_S, cost / LOG_DRAW_SHARE) - 0.002
         assert len(draws) < 40  # a redraw costs more than the 2 ms between batches: some wait
 
 
