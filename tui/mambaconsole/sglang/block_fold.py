@@ -57,6 +57,9 @@ _ACCESS_LINE = re.compile(r"\n\[[^\]\n]*\] INFO:")
 _OTHER_SHAPE = itemgetter(5)
 #: blocks whose text a run of not-yet-made decode events may hold (memory: this many blocks)
 PINNED_BLOCKS = 4
+#: lines at most handed to the parser in one call (a run found meanwhile is matched with the
+#: pattern of the rank tags known before them; a new tag or boot makes it match again)
+GENERAL_BATCH = 64
 
 
 class BlockFold:
@@ -101,7 +104,7 @@ class BlockFold:
             if run is None:
                 run = patterns[key] = E.simple_run_pattern(*key)
             e = run.match(text, pos).end()
-            if e == pos:  # not a simple line: it and the bare lines after it, the general path
+            if e == pos:  # not a simple line: it and the next ones that are not, the general path
                 lines = []
                 while True:
                     nl = text.find("\n", pos)
@@ -109,10 +112,21 @@ class BlockFold:
                         nl = end
                     lines.append(text[pos:nl])
                     pos = nl + 1
-                    if pos >= end or text[pos] == "[":  # (an enveloped line may add a rank tag)
+                    if pos >= end or len(lines) >= GENERAL_BATCH:
+                        e = pos
+                        break
+                    if text[pos] != "[":
+                        continue  # a bare line is never simple
+                    c = text[text.find("\n", pos) - 1]  # a simple line ends printable, not with ":"
+                    if not " " <= c <= "~" or c == ":":
+                        continue
+                    e = run.match(text, pos).end()
+                    if e > pos:
                         break
                 self._general(lines)
-                continue
+                b = boots[-1]
+                if e == pos or (frozenset(b.rank_tags), b.http_served) != key:
+                    continue  # what the parser read changed the pattern (a rank tag, a boot): again
             last = text.rfind("\n", pos - 1, e - 1) + 1  # the run's last line
             tail = text[last:e - 1]
             if E.simple_complete(tail):
