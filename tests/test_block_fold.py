@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from fixtures.sglang_cases import CASES
 from mambaconsole.commands.inspect import _log_blocks
+from mambaconsole.sglang import events as E
 from mambaconsole.sglang.block_fold import BlockFold
 from mambaconsole.sglang.inspect import _log, fold_blocks, fold_lines
 from mambaconsole.sglang.run_fold import USAGE_PAIRS_KEEP
@@ -229,3 +230,15 @@ def test_unwrap_line_shortcut_for_indented_lines() -> None:
         assert paste.unwrap_line(line) == line
         assert all(rx.match(line) is None or rx.match(line).end() == 0 for rx in paste._PREFIXES)
     assert paste.unwrap_line("   12 | [2026-01-01 00:00:00] x") == "[2026-01-01 00:00:00] x"
+
+
+@pytest.mark.parametrize(("message", "version"), [
+    ("SGLang==0.5.9 on node-a", "0.5.9"), ("image lmsysorg/sglang:v0.5.19", "0.5.19"),
+    ("sglang version: 0.5.13.post1 \u00fc", "0.5.13.post1"),  # non-ASCII: case-folded
+    ("\u017fglang==0.5.11", "0.5.11"),  # the long s case-folds to s, and re.I matches it so
+    ("Sglang is great", None), ("no version here", None)])
+def test_version_named_in_a_text_line(message: str, version: str | None) -> None:
+    """The fold's version rule on a plain line, ASCII (lower-cased) or not (case-folded)."""
+    from mambaconsole.sglang.run_fold import _version_in
+
+    assert _version_in(E.Text(text=message, message=message)) == version

@@ -481,7 +481,7 @@ def answered(b: Boot, ev: E.HttpAccess) -> None:
 def _text_rules(b: Boot, ev: E.Text) -> None:
     """What a plain text line says: a Mamba pool line cut before its fields, an argparse error."""
     msg = ev.message
-    if ev.rank and len(msg) >= 8 and _MAMBA_LINE.startswith(msg.rstrip()) and len(msg.rstrip()) >= 8:
+    if ev.rank and msg[:8] == _MAMBA_LINE[:8] and _MAMBA_LINE.startswith(msg.rstrip()):
         b.rank(ev.rank).mamba_line_cut = True  # "Mamba Cache is alloca": cut before its fields
     elif ev.time is None and _ARGPARSE_ERR.match(msg) and ": error: " in msg:
         if b.failure is None:
@@ -747,9 +747,14 @@ _VERSION_IN_TEXT = re.compile(r"\bsglang(?:==|:v|:|/v| v| version:? v?)(\d+\.\d+
 def _version_in(e: E.Event) -> str | None:
     """An SGLang version named in a log line itself (``sglang==0.5.13.post1``, an image tag
     ``lmsysorg/sglang:v0.5.19``, ``sglang version: 0.5.9``); None when it names none."""
-    # the pattern's literal, case-folded, first (a substring test: most lines name no sglang)
-    if type(e) in (E.Text, E.PythonWarning) and "sglang" in e.message.casefold():
-        m = _VERSION_IN_TEXT.search(e.message)
+    # the pattern's literal, case-folded, first (a substring test: most lines name no sglang;
+    # an ASCII message case-folds as it lower-cases, which is cheaper)
+    t = type(e)
+    if t is not E.Text and t is not E.PythonWarning:
+        return None
+    msg = e.message
+    if "sglang" in (msg.lower() if msg.isascii() else msg.casefold()):
+        m = _VERSION_IN_TEXT.search(msg)
         if m:
             return m.group(1)
     return None
