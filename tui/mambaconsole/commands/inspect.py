@@ -229,33 +229,42 @@ MAX_LINE_BYTES = 8 << 20
 WHOLE_BYTES = 64 << 20
 
 
+#: bytes read at a time from a long log (into one buffer, used again)
+READ_BYTES = 1 << 20
+
+
 def _log_blocks(f, head: bytes):
     """The text of an open binary file whose first bytes ``head`` were read already, a block
     of whole lines at a time (each ending with ``\\n``; a last line without one as it is):
     UTF-8 with invalid bytes replaced (U+FFFD, as the parser decodes a line of bytes), one
-    decode per MiB. A line longer than :data:`MAX_LINE_BYTES` is cut there (its rest dropped)."""
-    rest = b""
-    buf = head
+    decode per read. A line longer than :data:`MAX_LINE_BYTES` is cut there (its rest dropped).
+    Each read goes into the same buffer, and a block is decoded straight from it: no fresh
+    MiB of memory per read (the page faults cost more than the copies)."""
+    rest = b""  # the start of a line that the last read cut
     skipping = False  # inside a line longer than MAX_LINE_BYTES: its rest is dropped
-    while True:
-        block = rest + buf
-        cut = block.rfind(b"\n") + 1
-        rest = block[cut:]
-        if cut:
-            text = block[:cut].decode("utf-8", "replace")
+    buf = bytearray(READ_BYTES)
+    view = memoryview(buf)
+    src, n = head, len(head)
+    while n:
+        nl = src.find(b"\n", 0, n)
+        if nl < 0:
+            rest += src[:n]
+        else:
+            line = rest + src[:nl + 1]  # the line the last read cut, whole
             if skipping:
-                text = text[text.index("\n") + 1:]
                 skipping = False
-            if text:
-                yield text
+            else:
+                yield line.decode("utf-8", "replace")
+            cut = src.rfind(b"\n", 0, n) + 1
+            if cut > nl + 1:
+                yield str((view if src is buf else memoryview(src))[nl + 1:cut], "utf-8", "replace")
+            rest = bytes(src[cut:n])
         if len(rest) > MAX_LINE_BYTES and not skipping:  # /dev/zero on stdin: never one unbounded line
             yield rest[:MAX_LINE_BYTES].decode("utf-8", "replace") + "\n"
             rest, skipping = b"", True
         elif skipping:
             rest = b""
-        buf = f.read(1 << 20)
-        if not buf:
-            break
+        src, n = buf, f.readinto(buf) or 0
     if rest:
         yield rest.decode("utf-8", "replace")
 

@@ -89,9 +89,12 @@ class BlockFold:
         """Whole lines (each ending with ``\\n``; a last line without one is read as one)."""
         if not block:
             return
-        text = "\n" + block  # every line follows a "\n"
+        # the block's first line takes the general path: a run then starts after a "\n" (the
+        # patterns that find lines in a run search from the "\n" before each line)
+        text = block
         end = len(text)
-        pos = 1
+        pos = text.find("\n") + 1 or end
+        self._general([text[:pos - 1] if text[pos - 1:pos] == "\n" else text])
         # where the block may name SGLang's version (any case; _version_in): looked for once
         self._named = None
         if self.fold.version is None:
@@ -138,6 +141,7 @@ class BlockFold:
                     self._run(text, pos, last)
                 self._general([tail])
             pos = e
+        self._named = None  # (its memory free for the next block's)
         blocks = {id(r[0]) for r in self._runs}
         if len(blocks) > PINNED_BLOCKS:
             self._make_kept()
