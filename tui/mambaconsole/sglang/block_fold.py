@@ -57,8 +57,8 @@ _PREFILL_LINE = re.compile(r"\n\[[^\]\n]*\] Prefill batch, ")
 _ACCESS_LINE = re.compile(r"\n\[[^\]\n]*\] INFO:")
 #: a decode line's row: its text when it has not SGLang's segments (DECODE_NUMBERS group 6)
 _OTHER_SHAPE = itemgetter(5)
-#: blocks whose text a run of not-yet-made decode events may hold (memory: this many blocks)
-PINNED_BLOCKS = 4
+#: characters of block text that runs of not-yet-made decode events may hold at most
+PINNED_CHARS = 8 << 20
 #: lines at most handed to the parser in one call (a run found meanwhile is matched with the
 #: pattern of the rank tags known before them; a new tag or boot makes it match again)
 GENERAL_BATCH = 64
@@ -89,17 +89,26 @@ class BlockFold:
         """Whole lines (each ending with ``\\n``; a last line without one is read as one)."""
         if not block:
             return
-        # the block's first line takes the general path: a run then starts after a "\n" (the
-        # patterns that find lines in a run search from the "\n" before each line)
-        text = block
+        # the patterns that find lines in a run search from the "\n" before each line: the
+        # block's first line is read on its own, behind one
+        first = block.find("\n") + 1 or len(block)
+        self._scan("\n" + block[:first], 1, None)
+        if first < len(block):
+            # where the block may name SGLang's version (any case; _version_in): looked for once
+            named = None
+            if self.fold.version is None:
+                low = block.lower() if block.isascii() else None  # lower() keeps ASCII's positions
+                named = low if low is None or "sglang" in low else ""
+            self._scan(block, first, named)
+        held = {id(r[0]): len(r[0]) for r in self._runs}
+        if sum(held.values()) > PINNED_CHARS:
+            self._make_kept()
+
+    def _scan(self, text: str, pos: int, named: str | None) -> None:
+        """The lines of ``text`` from ``pos`` (just after a "\\n") to its end; ``named``: the text
+        lower-cased when it names "sglang" (any case), "" when it does not, None: not known."""
+        self._named = named
         end = len(text)
-        pos = text.find("\n") + 1 or end
-        self._general([text[:pos - 1] if text[pos - 1:pos] == "\n" else text])
-        # where the block may name SGLang's version (any case; _version_in): looked for once
-        self._named = None
-        if self.fold.version is None:
-            low = text.lower() if text.isascii() else None  # lower() keeps ASCII's positions
-            self._named = low if low is None or "sglang" in low else ""
         boots = self.fold.boots
         patterns = self._patterns
         while pos < end:
@@ -142,9 +151,6 @@ class BlockFold:
                 self._general([tail])
             pos = e
         self._named = None  # (its memory free for the next block's)
-        blocks = {id(r[0]) for r in self._runs}
-        if len(blocks) > PINNED_BLOCKS:
-            self._make_kept()
 
     def close(self) -> RunFold:
         """The end of the input: the pending record, the kept decode lines; the fold."""
