@@ -28,7 +28,8 @@ generated mixes.
 
 Speed (a 10 MiB slice of ``bench/inspect_big.py``'s log, instructions counted by callgrind):
 2.2x a plain ``re`` search over each line (the benchmark's baseline), against 5.7x through
-the parser line by line; in time, under a busy 2-core machine, 2.6-3.0x. About half of it is
+the parser line by line; in time (``bench/inspect_big.py``, 1 GiB, a busy 2-core machine)
+2.3x, CPU time 2.2x. About half of it is
 the two regexes (the run's match, the decode lines' numbers), the rest the parser's lines
 (tracebacks) and one look for a version named per block.
 """
