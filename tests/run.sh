@@ -29,6 +29,7 @@ fi
 stamp=.venv/.mambaconsole-installed
 want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "tests/run.sh: installing the project and its test extra into .venv (pip, a few minutes the first time; log: .venv/pip.log)"
   if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } >.venv/pip.log 2>&1; then
     cat .venv/pip.log >&2; echo "tests/run.sh: pip install failed (log above)" >&2; exit 1
   fi
