@@ -106,6 +106,16 @@ def test_one_scan_per_batch_gives_each_line_its_own_severity_and_access_flag():
             assert access == [is_poll_access(t) for t in batch]
 
 
+async def _flood_folded(app, pilot, n: int) -> None:
+    """Hand the app ``n`` lines of run r1 at once and wait (5 s at most) until all are folded."""
+    app.session.intake.put(LogLines("r1", lines(n)))
+    app.post_message(M.LogPending())
+    for _ in range(500):
+        await pilot.pause(0.01)
+        if app.state.log_total == n:
+            break
+
+
 async def _fed_in_batches(app, pilot, n_batches: int, per: int, gap_s: float) -> list[tuple[float, float]]:
     """Post ``n_batches`` batches of ``per`` lines, ``gap_s`` apart, as the tail worker does;
     returns ``(when it began, the pacer's measured cost then)`` of each redraw of the log pane
@@ -264,12 +274,7 @@ async def test_after_a_key_the_flood_waits_while_the_key_is_drawn():
         app._display = noted_display
         app.post_message(events.Key("1", "1"))
         await pilot.pause(0)
-        app.session.intake.put(LogLines("r1", lines(2000)))
-        app.post_message(M.LogPending())
-        for _ in range(500):
-            await pilot.pause(0.01)
-            if app.state.log_total == 2000:
-                break
+        await _flood_folded(app, pilot, 2000)
         assert app.state.log_total == 2000  # then the flood goes on
         assert app.focused is gpu
         first = events_seen.index("fold after the key")
@@ -290,12 +295,7 @@ async def test_the_fold_waits_for_a_key_only_until_its_action_is_on_screen(monke
         await pilot.pause(0)
         app.post_message(events.Key("1", "1"))  # focus the GPU pane: its binding runs an action
         await asyncio.sleep(0)
-        app.session.intake.put(LogLines("r1", lines(2_000)))
-        app.post_message(M.LogPending())
-        for _ in range(500):
-            await pilot.pause(0.01)
-            if app.state.log_total == 2_000:
-                break
+        await _flood_folded(app, pilot, 2_000)
         assert app.focused is app.query_one("#gpu")
         assert app.state.log_total == 2_000  # folded once the key was answered, not 30 s later
 

@@ -197,6 +197,12 @@ class HeldSlots:
     def exact(self) -> bool:
         return self.tolerance == 0.0
 
+    def text(self) -> str:
+        """``4.0`` or ``4.0±0.3``: the slots held per request with one decimal, its spread
+        when that shows at one decimal (0.05 and up)."""
+        tol = f"±{self.tolerance:.1f}" if self.tolerance >= 0.05 else ""
+        return f"{self.per_request:.1f}{tol}"
+
 
 def held_per_request(samples: Iterable[Sample], pool: int | None, window: int = HELD_WINDOW) -> HeldSlots | None:
     """Total slots in use / total running over the last ``window`` samples with running ≥ 1
@@ -332,8 +338,7 @@ class Capacity:
         known parts only; "" when nothing is known."""
         parts = []
         if self.held is not None:
-            tol = f"±{self.held.tolerance:.1f}" if self.held.tolerance >= 0.05 else ""
-            parts.append(f"held {self.held.per_request:.1f}{tol}/req")
+            parts.append(f"held {self.held.text()}/req")
         if self.reserved is not None:
             parts.append(f"reserved {self.reserved}/req")
         idle = self.idle_at_cap

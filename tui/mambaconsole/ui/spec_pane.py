@@ -54,8 +54,7 @@ def slots_text(cap: Capacity, width: int | None = None) -> str:
     lines at the ``;`` where one is wider than ``width`` cells. "" when nothing is known."""
     per = []
     if cap.held is not None:
-        tol = f"±{cap.held.tolerance:.1f}" if cap.held.tolerance >= 0.05 else ""
-        per.append(f"{cap.held.per_request:.1f}{tol} held")
+        per.append(f"{cap.held.text()} held")
     if cap.reserved is not None:
         per.append(f"{cap.reserved} reserved")
     clauses = [f"Mamba slots per request: {', '.join(per)}"] if per else []
