@@ -44,6 +44,7 @@ class RunsSlice:
         if cur is not None:
             if self.run is None or self.run.run_id != cur.run_id:
                 self._on_new_run()
+                self.last_data = None  # the previous run's server's data is not this one's
                 changed |= {"log", "spec", "gpu", "args"}
             elif (self.run.state, self.run.exit_code) != (cur.state, cur.exit_code):
                 changed |= {"spec", "args"}  # its end can make a traceback the failure (spec pane, sizing flags)
