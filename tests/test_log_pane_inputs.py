@@ -230,7 +230,7 @@ async def test_the_current_match_stands_out_from_the_others():
         await pilot.pause(0.05)
 
         def match_styles(i: int):
-            strip = view._row_strip(view.row_of(i), view.rich_style) if not view.wrap else view._wrapped_rows(i, view.rich_style)[0][1]
+            strip = view._row_strip(view.row_of(i), view.rich_style) if not view.wrap else view._wrapped_rows(i, view.rich_style)[0]
             return [(seg.style.bold, seg.style.underline) for seg in strip if seg.text == "OOM"]
 
         idx = [i for i, ln in enumerate(app.log_pane._shown) if "OOM" in ln.text]

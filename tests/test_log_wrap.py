@@ -273,6 +273,79 @@ async def test_rows_carry_the_line_offsets_for_selection():
         assert seen > 10
 
 
+def _offsets(view: LogView, y: int) -> list[tuple[int, int, str]]:
+    """``(x, line, text)`` of each text segment of row ``y`` as Textual's selection reads it."""
+    out = []
+    for seg in view.render_line(y):
+        meta = seg.style.meta if seg.style is not None else {}
+        if "offset" in meta and seg.text.strip() and seg.text != MARK:
+            out.append((*meta["offset"], seg.text))
+    return out
+
+
+@pytest.mark.parametrize("wrap", [True, False])
+async def test_a_selection_made_after_lines_fell_off_the_front_copies_the_rows_it_covers(wrap):
+    """The rows' selection offsets stay right as the bounded buffer drops lines at its front:
+    a selection from the top row to the bottom row copies exactly the text those rows show."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot, wrap=wrap)
+        keep = app.log_pane.view.lines.maxlen
+        texts = [decode(i) for i in range(keep + 137)]  # 137 lines fall off the front
+        w.write(len(texts), texts)
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+        kept = texts[-keep:]
+        top_line = 3000
+        view.scroll_to(y=view.row_of(top_line), animate=False, immediate=True)
+        await pilot.pause(0.05)
+        rows = [_offsets(view, y) for y in range(height_of(view))]
+        first, last = rows[0][0], rows[-1][-1]
+        # each segment's text is at its offset in its line
+        by_line = {}
+        for row in rows:
+            for x, line, text in row:
+                by_line.setdefault(line, []).append((x, text))
+        shown = [view.lines[top_line + k].text for k in range(len(by_line))]
+        assert [kept.index(t) for t in shown] == list(range(top_line, top_line + len(by_line)))
+        for (line, segs), text in zip(sorted(by_line.items()), shown):
+            assert all(text[x:x + len(t)] == t for x, t in segs)
+        from textual.geometry import Offset
+        from textual.selection import Selection
+        sel = Selection.from_offsets(Offset(first[0], first[1]), Offset(last[0] + len(last[2]), last[1]))
+        copied, _ = view.get_selection(sel)
+        end = last[0] + len(last[2])
+        expected = "\n".join([shown[0][first[0]:], *shown[1:-1], shown[-1][:end]])
+        assert copied == expected
+
+
+async def test_a_row_drawn_again_lower_or_higher_is_the_same_strip():
+    """Rows are made once per line: as the log scrolls (and lines leave the front of the full
+    buffer), a row that shows the same part of the same line is the same Strip object."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        keep = app.log_pane.view.lines.maxlen
+        w.write(keep, [decode(i) for i in range(keep)])  # full: the next lines push some out
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+
+        def rows() -> dict[tuple[str, int], object]:  # (line, row of it) -> the Strip drawn
+            out = {}
+            for y in range(height_of(view)):
+                i, sub = view.line_at(int(view.scroll_y) + y)
+                out[view.lines[i].text, sub] = view.render_line(y)
+            return out
+
+        before = rows()
+        w.write(1, [decode(keep)])  # one line in, one out: every row moves up
+        await pilot.pause(0.05)
+        after = rows()
+        same = before.keys() & after.keys()
+        assert len(same) >= height_of(view) - rows_for(decode(keep), width_of(view)) - 1
+        assert all(after[k] is before[k] for k in same)
+
+
 _ALPHABET = st.characters(min_codepoint=32, max_codepoint=126) | st.sampled_from("é↳—")
 
 
