@@ -141,14 +141,21 @@ def _main(argv: Sequence[str] | None) -> int:
                   f"(mambaconsole {near} --help; a host of that name: mambaconsole -- {argv[0]})", file=sys.stderr)
             return 2
         args = _console_parser().parse_args(argv)
+        from mambaconsole.ui import hold_collector, release_collector
+
+        hold_collector()  # until the app's mount: start-up builds only what lives as long as it
         try:
-            from mambaconsole.ui import app as ui_app
-        except ModuleNotFoundError as exc:
-            if exc.name != "mambaconsole.ui.app":
-                raise
-            print("mambaconsole: error: the console is not built yet; try 'mambaconsole doctor local'", file=sys.stderr)
-            return 2
-        return int(ui_app.run(args) or 0)
+            try:
+                from mambaconsole.ui import app as ui_app
+            except ModuleNotFoundError as exc:
+                if exc.name != "mambaconsole.ui.app":
+                    raise
+                print("mambaconsole: error: the console is not built yet; try 'mambaconsole doctor local'",
+                      file=sys.stderr)
+                return 2
+            return int(ui_app.run(args) or 0)
+        finally:
+            release_collector()
     except ConsoleError as exc:
         # the message may quote the node (a tmux error, an argv): no escape reaches the terminal
         text = re.sub(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", lambda m: "\\x%02x" % ord(m.group(0)), str(exc))

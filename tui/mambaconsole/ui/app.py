@@ -31,6 +31,7 @@ from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import Listener, Session
 from mambaconsole.state import ConsoleState, RunInfo
 from mambaconsole.ui import messages as M
+from mambaconsole.ui import release_collector
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.footer import KeyFooter
 from mambaconsole.ui.gpu_pane import GpuPane
@@ -280,8 +281,10 @@ class ConsoleApp(App[int]):
         self._fit_layout(self.size.width, self.size.height)
         # what startup built (Textual, the panes, SGLang knowledge) lives as long as the app:
         # out of the collector's full passes, which otherwise rescan it all (~50 ms, a dropped
-        # frame) every few seconds while a log floods in
+        # frame) every few seconds while a log floods in; the collector runs again from here
+        # if the command line held it for the start-up (ui/__init__.py)
         gc.freeze()
+        release_collector()
 
     @property
     def main_screen(self) -> Screen:
