@@ -6,6 +6,7 @@ its owner had turned off stays off."""
 from __future__ import annotations
 
 import gc
+from types import SimpleNamespace
 
 import pytest
 
@@ -25,26 +26,36 @@ def collector_on():
     gc.enable()
 
 
-def test_the_command_line_imports_and_runs_the_console_with_the_collector_off(collector_on, monkeypatch):
-    from mambaconsole.ui import app as ui_app
+def test_the_command_line_opens_the_host_and_runs_the_console_with_the_collector_off(collector_on, monkeypatch):
+    from mambaconsole import opening
 
     seen = []
-    monkeypatch.setattr(ui_app, "run", lambda args: seen.append((args.host, gc.isenabled())) or 0)
-    assert cli.main(["gpu-node"]) == 0
-    assert seen == [("gpu-node", False)]
+
+    def run(args, opened):
+        seen.append(("run", args.host, opened.session, gc.isenabled()))
+        return 0
+
+    def open_host(host, overrides):
+        seen.append(("open", host, overrides["python"], gc.isenabled()))
+        return opening.Opened("the session", None, SimpleNamespace(run=run))
+
+    monkeypatch.setattr(opening, "open_host", open_host)
+    assert cli.main(["gpu-node", "--python", "/opt/sglang/bin/python"]) == 0
+    assert seen == [("open", "gpu-node", "/opt/sglang/bin/python", False), ("run", "gpu-node", "the session", False)]
     assert gc.isenabled()  # the app never mounted (a stand-in ran): the command line turned it on
 
 
 def test_a_console_that_fails_before_its_mount_turns_the_collector_back_on(collector_on, monkeypatch, capsys):
+    from mambaconsole import opening
     from mambaconsole.errors import ConsoleError
-    from mambaconsole.ui import app as ui_app
 
-    def fail(args):
-        raise ConsoleError("gpu-node: no route to host")
+    def fail(host, overrides):
+        assert not gc.isenabled()
+        raise ConsoleError(f"{host}: no route to host")
 
-    monkeypatch.setattr(ui_app, "run", fail)
+    monkeypatch.setattr(opening, "open_host", fail)
     assert cli.main(["gpu-node"]) == 1
-    assert "no route to host" in capsys.readouterr().err
+    assert "gpu-node: no route to host" in capsys.readouterr().err
     assert gc.isenabled()
 
 

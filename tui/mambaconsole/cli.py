@@ -145,15 +145,23 @@ def _main(argv: Sequence[str] | None) -> int:
 
         hold_collector()  # until the app's mount: start-up builds only what lives as long as it
         try:
+            opened = None
             try:
-                from mambaconsole.ui import app as ui_app
+                if args.demo:
+                    from mambaconsole.ui import app as ui_app
+                else:
+                    # the node's first command runs while the UI is imported
+                    from mambaconsole import opening
+
+                    opened = opening.open_host(args.host, opening.host_overrides(args))
+                    ui_app = opened.ui
             except ModuleNotFoundError as exc:
                 if exc.name != "mambaconsole.ui.app":
                     raise
                 print("mambaconsole: error: the console is not built yet; try 'mambaconsole doctor local'",
                       file=sys.stderr)
                 return 2
-            return int(ui_app.run(args) or 0)
+            return int(ui_app.run(args, opened) or 0)
         finally:
             release_collector()
     except ConsoleError as exc:

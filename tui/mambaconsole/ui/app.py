@@ -12,7 +12,6 @@ import asyncio
 import gc
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -25,7 +24,9 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Input
 
+from mambaconsole import opening
 from mambaconsole.errors import ConsoleError
+from mambaconsole.opening import Opened
 from mambaconsole.session import ui_state as ui_state_mod
 from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import Listener, Session
@@ -172,12 +173,14 @@ class ConsoleApp(App[int]):
     def __init__(self, server: Session | Feed, *, read_only: bool = False, clock: Callable[[], float] = time.time,
                  poll_s: float = 2.0, theme: str | None = None, screenshot_dir: str | None = None,
                  on_quit=None, prepare=None, start_workers: bool = True,
-                 ui_state: Path | None = None) -> None:
+                 ui_state: Path | None = None, held: Iterable[Callable[[], None]] = ()) -> None:
         super().__init__()
         if not isinstance(server, Session):
             server = Session(server, poll_s=poll_s, clock=clock, prepare=prepare)
         self.session = server
         server.dispatch = lambda fn: self.post_message(M.SessionCall(fn))
+        for fn in held:  # answers from before the app existed, first: handled in order, once mounted
+            server.dispatch(fn)
         server.listener = _Listener(self)
         self.read_only = read_only
         self.clock = server.clock
@@ -836,9 +839,10 @@ class ConsoleApp(App[int]):
                 pass
 
 
-def run(args) -> int:
-    """``mambaconsole HOST`` / ``--demo``: make the server's session and run the app on it.
-    Returns the exit status."""
+def run(args, opened: Opened | None = None) -> int:
+    """``mambaconsole HOST`` / ``--demo``: run the app on the host's session (``opened``, as
+    :func:`~mambaconsole.opening.open_host` opened it while this module was imported; None:
+    opened here) or on the demo. Returns the exit status."""
     read_only = bool(getattr(args, "read_only", False))
     if getattr(args, "demo", False):
         from mambaconsole.session.demo import Demo
@@ -847,44 +851,23 @@ def run(args) -> int:
         app = ConsoleApp(demo.make_feed(), read_only=read_only, poll_s=1.0, prepare=demo.start, on_quit=demo.stop,
                          theme=getattr(args, "theme", None), ui_state=ui_state_mod.state_path())
         return int(app.run() or 0)
-    from mambaconsole.session.session import for_host
-
-    overrides = {k: getattr(args, k, None) for k in ("python", "session", "port", "workdir", "theme")}
-    # one event loop for the reachability check and the console: the check's connection is the
-    # console's (one SSH handshake and login before the first paint, not two)
-    loop = asyncio.new_event_loop()
+    if opened is None:
+        opened = opening.open_host(args.host, opening.host_overrides(args))
     try:
-        session = for_host(args.host, overrides, loop=loop)
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            loop.run_until_complete(session.feed.close())
-            raise ConsoleError("the console needs a terminal (stdin/stdout are not a TTY); "
-                               "for scripts use: doctor, launch, runs, stop, inspect, resolve, report")
-        return run_session(session, read_only=read_only, loop=loop)
+        return run_session(opened.session, read_only=read_only, loop=opened.loop, held=opened.held)
     finally:
-        _close_loop(loop)
+        opening.close_loop(opened.loop)
 
 
-def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Close ``loop`` as ``asyncio.run`` closes its own: what is left running is cancelled and
-    waited for, async generators are finalised."""
-    try:
-        left = asyncio.all_tasks(loop)
-        for task in left:
-            task.cancel()
-        if left:
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    finally:
-        loop.close()
-
-
-def run_session(session: Session, *, read_only: bool = False, loop: asyncio.AbstractEventLoop | None = None) -> int:
+def run_session(session: Session, *, read_only: bool = False, loop: asyncio.AbstractEventLoop | None = None,
+                held: Iterable[Callable[[], None]] = ()) -> int:
     """The console on ``session`` (its host's theme, the remembered pane sizes) until quit;
     the session's feed is closed on the way out. ``loop``: the event loop to run on (the one
-    :func:`~mambaconsole.session.session.for_host` connected the node in). Returns the exit
-    status."""
+    :func:`~mambaconsole.session.session.for_host` connected the node in); ``held``: the
+    session's answers that came before the app existed (:attr:`Opened.held
+    <mambaconsole.opening.Opened.held>`). Returns the exit status."""
     app = ConsoleApp(session, read_only=read_only, theme=session.feed.settings.theme, on_quit=session.feed.close,
-                     ui_state=ui_state_mod.state_path())
+                     ui_state=ui_state_mod.state_path(), held=held)
     return int(app.run(loop=loop) or 0)
 
 
