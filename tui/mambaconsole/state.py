@@ -143,7 +143,7 @@ class ConsoleState:
         slice_of: dict[str, Any] = {}
         link = LinkSlice(host, clock)
         runs = RunsSlice(clock, self._new_run)
-        fold = FoldSlice(clock, runs, self._new_boot, LOG_EVENTS, slice_of)
+        fold = FoldSlice(clock, runs, self._new_boot, LOG_EVENTS, slice_of, LOG_DECODE_RUNS)
         log = LogSlice(clock, runs, fold, log_keep=log_keep, log_silent_s=log_silent_s)
         gpu = GpuSlice(clock, lambda: runs.run, link.note_simulated)
         spec = SpecSlice(fold.when, gpu)
@@ -408,3 +408,12 @@ LOG_EVENTS: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]] =
     E.ConcurrencyCapped: (("args", ArgsSlice.on_capped), ("spec", SpecSlice.on_capped)),
     E.Traceback: (("gpu", GpuSlice.on_traceback),),
 }
+
+#: what the panes show of a run of decode lines history's block fold read in bulk
+#: (:class:`~mambaconsole.sglang.block_fold.DecodeRun`, with the ``(shift, now)`` its lines are
+#: dated by): what :data:`LOG_EVENTS` gives each ``DecodeBatch``, for the run at once; the
+#: other lines of such a run (prefill, access, plain text) have no entry in :data:`LOG_EVENTS`
+#: (else the fold slice reads every line one at a time)
+LOG_DECODE_RUNS: tuple[tuple[str, Callable[[Any, Any, Any], set[str]]], ...] = (
+    ("spec", SpecSlice.on_decode_run),
+)

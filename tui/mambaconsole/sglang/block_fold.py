@@ -9,6 +9,12 @@ Usage::
         folder.feed(block)
     fold = folder.close()         # the RunFold, as fold_lines(lines) leaves it
 
+The console reads a run's history through one bound to its own parser and fold
+(``BlockFold(parser, fold, on_event=..., on_run=...)``: the general path's events go to
+``on_event`` to be folded and shown, each run read in bulk to ``on_run`` as a
+:class:`DecodeRun`; :meth:`BlockFold.settle` before the fold's decodes are read or its line path
+feeds the fold).
+
 How: most lines of a long log are *simple* (:func:`~mambaconsole.sglang.events.
 simple_run_pattern`: decode and prefill batches, uvicorn access lines, plain debug lines and
 request traces in SGLang's exact envelope, rank tags the boot already has): each is a record
@@ -38,6 +44,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
 from operator import itemgetter
 
 from mambaconsole.sglang import events as E
@@ -49,13 +57,15 @@ from mambaconsole.sglang.run_fold import (
     served,
 )
 
-__all__ = ["BlockFold"]
+__all__ = ["BlockFold", "DecodeRun", "decode_events"]
 
 _DECODE = E.DecodeBatch
 _NUMBERS = E.DECODE_NUMBERS
 #: a prefill / access line of a simple run (searched from the "\n" before it)
 _PREFILL_LINE = re.compile(r"\n\[[^\]\n]*\] Prefill batch, ")
 _ACCESS_LINE = re.compile(r"\n\[[^\]\n]*\] INFO:")
+#: a decode or prefill line of a simple run (searched from the "\n" before it)
+_SERVED_LINE = re.compile(r"\n\[[^\]\n]*\] (?:Decode|Prefill) batch, ")
 #: a decode line's row: its text when it has not SGLang's segments (DECODE_NUMBERS group 6)
 _OTHER_SHAPE = itemgetter(5)
 #: characters of block text that runs of not-yet-made decode events may hold at most
@@ -69,9 +79,18 @@ class BlockFold:
     """A :class:`~mambaconsole.sglang.events.LogParser` and a :class:`RunFold` fed whole
     blocks of text (module doc)."""
 
-    def __init__(self) -> None:
-        self.parser = E.LogParser()
-        self.fold = RunFold()
+    def __init__(self, parser: E.LogParser | None = None, fold: RunFold | None = None, *,
+                 on_event: Callable[[E.Event], None] | None = None,
+                 on_run: Callable[[Boot, DecodeRun], None] | None = None) -> None:
+        #: the parser and the fold it feeds (given: a live console's, which its line path feeds too)
+        self.parser = parser if parser is not None else E.LogParser()
+        self.fold = fold if fold is not None else RunFold()
+        #: folds one event of the general path (default the fold's ``feed``; a console's fold
+        #: slice also shows it)
+        self._feed_event = on_event if on_event is not None else self.fold.feed
+        #: called with the boot and each run read in bulk once the fold took it (its decode
+        #: lines' numbers for those that show them without events: the console's panes)
+        self._on_run = on_run
         #: runs read in bulk whose decode lines the boot may keep, not yet events (their
         #: events are made when something reads or adds to the boot's decodes: a decode line
         #: of the general path, the end): (block text, start, end, first line number, decodes)
@@ -165,13 +184,13 @@ class BlockFold:
         self._general_events(self.parser.feed_many(lines))
 
     def _general_events(self, events: list[E.Event]) -> None:
-        fold = self.fold
-        boots = fold.boots
+        boots = self.fold.boots
+        feed = self._feed_event
         for ev in events:
             if type(ev) is _DECODE and self._runs:
                 self._make_kept()  # the decodes the boot keeps, in log order
             n = len(boots)
-            fold.feed(ev)
+            feed(ev)
             if len(boots) != n:  # a new boot: the earlier one let its decode lines go
                 self._runs.clear()
                 self._kept = 0
@@ -202,6 +221,8 @@ class BlockFold:
             b.served = True
         if not b.http_answered and _ACCESS_LINE.search(text, s - 1, e) is not None:
             b.http_answered = True  # (a serving path's line is not simple while none served)
+        if self._on_run is not None:
+            self._on_run(b, DecodeRun(text, s, e, line0, rows))
 
     def _decodes(self, b: Boot, text: str, s: int, e: int, line0: int, rows: list[tuple]) -> None:
         """The decode lines of a run (``rows``: their :data:`~.events.DECODE_NUMBERS` groups):
@@ -209,7 +230,7 @@ class BlockFold:
         boot keeps (:meth:`_make_kept`)."""
         if any(map(_OTHER_SHAPE, rows)):  # a line of another shape: each line as an event, in order
             self._make_kept()
-            for ev in self._events(text, s, e, line0):
+            for ev in decode_events(text, s, e, line0):
                 RunFold._decode(b, ev)
             return
         decode_rows(b, rows)
@@ -219,21 +240,15 @@ class BlockFold:
         while self._kept - runs[0][4] >= DECODES_KEEP:  # a run whose decodes are all pushed out
             self._kept -= runs.popleft()[4]
 
-    @staticmethod
-    def _events(text: str, s: int, e: int, line0: int, skip: int = 0) -> list[E.Event]:
-        """The decode lines of the simple run ``text[s:e]`` as events (the first ``skip`` left out)."""
-        out = []
-        count = text.count
-        find = text.find
-        prev, line = s, line0
-        for i, m in enumerate(E.DECODE_LINE.finditer(text, s - 1, e)):
-            if i < skip:
-                continue
-            at = m.start() + 1
-            line += count("\n", prev, at)
-            prev = at
-            out.append(E.simple_event(text[at:find("\n", at)], line))
-        return out
+    @property
+    def pending(self) -> bool:
+        """Decode lines the boot keeps are not events in its ``decodes`` yet (:meth:`settle`)."""
+        return bool(self._runs)
+
+    def settle(self) -> None:
+        """The boot's kept decode lines as events now: before anything reads the fold's
+        ``decodes`` or feeds it otherwise than through this fold (a live console's line path)."""
+        self._make_kept()
 
     def _make_kept(self) -> None:
         """The decode lines the boot keeps (the last :data:`DECODES_KEEP` of the runs read in
@@ -247,7 +262,51 @@ class BlockFold:
             if skip >= n:
                 skip -= n
                 continue
-            decodes.extend(self._events(text, s, e, line0, skip))
+            decodes.extend(decode_events(text, s, e, line0, skip))
             skip = 0
         runs.clear()
         self._kept = 0
+
+
+def decode_events(text: str, s: int, e: int, line0: int, skip: int = 0) -> list[E.Event]:
+    """The decode lines of the simple run ``text[s:e]`` (whole lines, ``text[s - 1]`` the
+    ``"\\n"`` before the first; ``line0`` its line number) as events, the first ``skip`` left out."""
+    out = []
+    count = text.count
+    find = text.find
+    prev, line = s, line0
+    for i, m in enumerate(E.DECODE_LINE.finditer(text, s - 1, e)):
+        if i < skip:
+            continue
+        at = m.start() + 1
+        line += count("\n", prev, at)
+        prev = at
+        out.append(E.simple_event(text[at:find("\n", at)], line))
+    return out
+
+
+class DecodeRun(NamedTuple):
+    """A run of simple lines the block fold read in bulk: ``text[s:e]`` (whole lines; ``line0``
+    the first one's line number), ``rows`` its decode lines' numbers in log order
+    (:data:`~mambaconsole.sglang.events.DECODE_NUMBERS` groups, ``""`` when absent; group 6
+    the text of a line of another shape)."""
+
+    text: str
+    s: int
+    e: int
+    line0: int
+    rows: list[tuple[str, ...]]
+
+    def events(self, skip: int = 0) -> list[E.Event]:
+        """Its decode lines as events (:func:`decode_events`), the first ``skip`` left out."""
+        return decode_events(self.text, self.s, self.e, self.line0, skip)
+
+    def served_line(self) -> E.Event:
+        """Its first decode or prefill line as an event (the line that showed the server
+        serving, when it was not yet); ValueError when it has none."""
+        m = _SERVED_LINE.search(self.text, self.s - 1, self.e)
+        if m is None:
+            raise ValueError("no batch line in the run")
+        at = m.start() + 1
+        text = self.text
+        return E.simple_event(text[at:text.find("\n", at)], self.line0 + text.count("\n", self.s, at))

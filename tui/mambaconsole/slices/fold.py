@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mambaconsole.sglang import events as E
+from mambaconsole.sglang.block_fold import BlockFold
 from mambaconsole.sglang.oom_site import oom_site
 from mambaconsole.sglang.run_fold import Failure, RunFold, failure_line, failure_line_of, failure_outcome
 from mambaconsole.sglang.run_fold import failure_is_final as fold_failure_is_final
@@ -25,6 +26,10 @@ _UNSEEN = object()  # a log event type whose handler is not looked up yet
 #: log events folded per parser call (a whole batch's events alive at once would outlive the
 #: young generation)
 CHUNK = 64
+#: history's lines in one batch from which it is read a block at a time (fewer: line by line;
+#: any batch: the intake hands a record's last lines over as a short piece, and a decode line
+#: read one at a time makes the spec slice's pending runs events)
+BULK_MIN = 1
 #: the panes that show the fold's claims (the header; the spec pane shows a failure, ServerArgs
 #: the flags that sized an OOM)
 _CLAIMS = frozenset({"header", "spec", "args"})
@@ -37,16 +42,23 @@ class FoldSlice:
 
     def __init__(self, clock: Callable[[], float], runs: RunsSlice, on_new_boot: Callable[[], None],
                  handlers: dict[type, tuple[tuple[str, Callable[[Any, Any], set[str]]], ...]],
-                 slice_of: dict[str, Any]) -> None:
+                 slice_of: dict[str, Any],
+                 run_handlers: tuple[tuple[str, Callable[[Any, Any, Any], set[str]]], ...] = ()) -> None:
         self.clock = clock
         self._runs = runs
         self._on_new_boot = on_new_boot
         self._handlers = handlers
         self._slice_of = slice_of
         self._view: dict[type, Callable[[Any], set[str]] | None] = {}  # handlers, bound
-        #: what the current run's log says (outcome, failure, request errors): the run fold
-        self.fold = RunFold()
+        #: what takes the decode lines of a run read in bulk (``handler(slice, run, dating)``,
+        #: :class:`~mambaconsole.sglang.block_fold.DecodeRun`): what ``handlers`` gives
+        #: ``DecodeBatch``, for a whole run
+        self._run_handlers = run_handlers
+        self._fold = RunFold()
         self._parser_obj: Any = None  # made on the run's first line
+        self._block: BlockFold | None = None  # history's reader, a block at a time (made on first use)
+        self._bulk_ok: bool | None = None  # whether no handler wants a simple line but a decode line
+        self._bulk_changed: set[str] = set()
         #: the server is ready: SGLang's ready line, batches served, or startup complete + a 200
         self.ready_seen = False
         #: when it became ready (console clock; a replayed line's own time)
@@ -54,6 +66,18 @@ class FoldSlice:
         self._shift: float | None = None  # while replaying history: envelope time + this = console clock
         self._when_text: str | None = None  # the last envelope time read (when) and its value
         self._when_at = 0.0
+
+    @property
+    def fold(self) -> RunFold:
+        """What the current run's log says (outcome, failure, request errors): the run fold."""
+        if self._block is not None and self._block.pending:
+            self._block.settle()  # the boot's kept decode lines, as events
+        return self._fold
+
+    @fold.setter
+    def fold(self, value: RunFold) -> None:
+        self._fold = value
+        self._block = None
 
     @property
     def _parser(self) -> Any:
@@ -66,7 +90,12 @@ class FoldSlice:
         """Fold a batch of the current run's lines in, through the parser's batch entry
         (:meth:`~mambaconsole.sglang.events.LogParser.feed_many`; joined records such as
         tracebacks complete when the next record starts, or at :meth:`flush`). ``shift``: the
-        lines are history read back, dated by their own timestamps + ``shift`` seconds."""
+        lines are history read back, dated by their own timestamps + ``shift`` seconds; a batch
+        of :data:`BULK_MIN` lines or more of it is read a block at a time (:meth:`_bulk`)."""
+        if shift is not None and len(texts) >= BULK_MIN and self._bulk_allowed():
+            block = "\n".join(texts) + "\n"
+            if block.count("\n") == len(texts):  # (a text holding a newline: line by line)
+                return self._bulk(block, shift)
         changed: set[str] = set()
         feed_many = self._parser.feed_many
         self._shift = shift
@@ -82,27 +111,92 @@ class FoldSlice:
             self._shift = None
         return changed
 
+    def _bulk_allowed(self) -> bool:
+        """No pane takes a line a simple run holds (:func:`~mambaconsole.sglang.events.
+        simple_run_pattern`) one at a time but a decode line, which :attr:`_run_handlers` take
+        a run at a time: else every line goes through the line path."""
+        if self._bulk_ok is None:
+            self._bulk_ok = bool(self._run_handlers) and all(
+                self._handler(t) is None for t in (E.PrefillBatch, E.HttpAccess, E.Text))
+        return self._bulk_ok
+
+    def _bulk(self, block: str, shift: float) -> set[str]:
+        """History's lines (``block``: whole lines) through the block fold
+        (:class:`~mambaconsole.sglang.block_fold.BlockFold`, bound to this slice's parser and
+        fold): each run of simple lines as a whole (its decode lines to :attr:`_run_handlers`),
+        every other line as the line path takes it (:meth:`_fold`). The same state as line by
+        line (``tests/test_bulk_state.py``)."""
+        folder = self._block
+        if folder is None:
+            folder = self._block = BlockFold(self._parser, self._fold, on_event=self._bulk_event,
+                                             on_run=self._bulk_run)
+        b = self._fold.last
+        before = (b, b.failure, len(b.request_errors), b.serving, b.pending_error)
+        self._shift = shift
+        self._bulk_changed = changed = set()
+        try:
+            folder.feed(block)
+        except Exception:  # noqa: BLE001 - the parser promises not to raise; never let a line break the UI
+            pass
+        finally:
+            self._shift = None
+            self._bulk_changed = set()
+        b = self._fold.last
+        if before != (b, b.failure, len(b.request_errors), b.serving, b.pending_error):
+            changed |= _CLAIMS
+        return changed
+
+    def _bulk_event(self, e: Any) -> None:
+        """An event of the block fold's general path: as the line path folds and shows it."""
+        shown = self._fold_each([e])
+        if shown:
+            self._bulk_changed |= shown
+
+    def _bulk_run(self, b: Any, run: Any) -> None:
+        """A run the block fold read in bulk (the fold has it): readiness, and its decode lines
+        to the slices that show them."""
+        if not self.ready_seen and b.serving:
+            self.ready_seen = True  # its first batch line showed the server serving
+            self.ready_at = self.when(run.served_line())
+        if run.rows:
+            dating = (self._shift, self.clock())
+            for name, h in self._run_handlers:
+                shown = h(self._slice_of[name], run, dating)
+                if shown:
+                    self._bulk_changed |= shown
+
     def flush(self) -> set[str]:
         """The log went idle: complete the pending record (a traceback at the end of the log)."""
         if self._parser_obj is None:
             return set()
+        if self._block is not None and self._block.pending:
+            self._block.settle()
         changed = self._fold_events(self._parser.flush())
         return changed | ({"header"} if changed else set())
 
-    def when(self, e: Any) -> float:
+    def when(self, e: Any, dating: tuple[float | None, float] | None = None) -> float:
         """When a log event happened on this console's clock: its own timestamp for a line
-        replayed from history, else now."""
+        replayed from history, else now. ``dating``: ``(shift, now)`` as they were when its
+        line was read (a run read in bulk, made an event later), else as they are."""
+        shift = self._shift if dating is None else dating[0]
         t = e.time
-        if self._shift is not None and t:
+        if shift is not None and t:
             if t == self._when_text:  # a flood's lines share their second: read it once
-                return self._when_at + self._shift
+                return self._when_at + shift
             v = envelope_seconds(t)
             if v is not None:
                 self._when_text, self._when_at = t, v
-                return v + self._shift
-        return self.clock()
+                return v + shift
+        return self.clock() if dating is None else dating[1]
 
     def _fold_events(self, events: list[Any]) -> set[str]:
+        """:meth:`_fold_each`, once the boot's decode lines the block fold kept are events
+        (``events`` follow them)."""
+        if self._block is not None and self._block.pending:
+            self._block.settle()
+        return self._fold_each(events)
+
+    def _fold_each(self, events: list[Any]) -> set[str]:
         """Fold ``events`` (log order) into the run fold, then show each through its handlers
         (:meth:`_handler`; an event type without one costs a dict look-up); returns the panes
         to redraw. What the fold claims (failure, request errors, serving, pending error) is
@@ -111,7 +205,7 @@ class FoldSlice:
         a new boot (a ``server_args=`` dump after an earlier boot), which also voids what the
         earlier boot said (:meth:`new_boot`, ``on_new_boot``) before the next event is shown."""
         changed: set[str] = set()
-        fold = self.fold
+        fold = self._fold
         feed, boots, view = fold.feed, fold.boots, self._view
         b = boots[-1]
         before = (b.failure, len(b.request_errors), b.serving, b.pending_error)
@@ -166,8 +260,9 @@ class FoldSlice:
 
     def new_run(self) -> None:
         self.new_boot()
-        self.fold = RunFold()
+        self._fold = RunFold()
         self._parser_obj = None  # a fresh one on the new run's first line
+        self._block = None
 
     # --------------------------------------------------------------- selectors
     def failure_record(self) -> Failure | None:
@@ -176,7 +271,7 @@ class FoldSlice:
         traceback, crash lines, a scheduler death, ...), or any traceback no batch line
         followed once the process is gone with a non-zero or unknown exit code; None while the
         process lives after a traceback that is no crash evidence (a request error)."""
-        b = self.fold.last
+        b = self._fold.last
         f = b.failure
         r = self._runs.run
         ended_badly = self._runs.ended() and r is not None and r.exit_code != 0
@@ -214,7 +309,7 @@ class FoldSlice:
     def request_error_events(self) -> list:
         """The tracebacks the server kept serving after (or, before it served, while its
         process lives), oldest first."""
-        b = self.fold.last
+        b = self._fold.last
         errs = list(b.request_errors)
         f = b.failure
         ended = self.failure_record()

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from functools import reduce
+from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 from mambaconsole.slices.buffers import SpecBuffer
 
 if TYPE_CHECKING:
+    from mambaconsole.sglang.block_fold import DecodeRun
     from mambaconsole.slices.gpu import GpuSlice
     from mambaconsole.state_events import ServerInfo
 
@@ -28,17 +31,29 @@ RECENT_BATCHES = 16
 # COLLAPSE_RUN speculative decode lines
 COLLAPSE_LEN = COLLAPSE_ACCEPT_LEN
 COLLAPSE_RUN = COLLAPSE_BATCHES
+#: runs read in bulk kept at most before their lines become events (bounds the text they pin
+#: when the points need an old run: speculative lines, then none)
+PENDING_RUNS = 512
+#: a decode line's numbers (sglang.events.DECODE_NUMBERS): accept len, the text of another shape
+_ACCEPT_LEN = itemgetter(3)
+_OTHER_SHAPE = itemgetter(5)
 
 
 class SpecSlice:
-    """Decode batches: speculative numbers and Mamba capacity inputs. ``when(e)`` dates a log
-    event; ``gpu`` says which rank's memory lines count (the pool size is that rank's)."""
+    """Decode batches: speculative numbers and Mamba capacity inputs. ``when(e, dating=None)``
+    dates a log event (``dating``: the ``(shift, now)`` its lines were read with, for a run
+    read in bulk); ``gpu`` says which rank's memory lines count (the pool size is that rank's).
 
-    def __init__(self, when: Callable[[Any], float], gpu: GpuSlice) -> None:
+    A run of history's decode lines read in bulk (:meth:`on_decode_run`) adds its numbers at
+    once (the mean, the collapse run, on/off) and keeps the run itself: its last lines become
+    events (:attr:`points`, :attr:`last_batch`, :attr:`batch_t`, :attr:`recent_batches`) when
+    something reads those, or before a line comes one at a time: the same fields as line by
+    line (``tests/test_bulk_state.py``), without an event per line of a long history."""
+
+    def __init__(self, when: Callable[..., float], gpu: GpuSlice) -> None:
         self._when = when
         self._gpu = gpu
-        #: one SpecPoint per speculative decode batch, the last SPEC_KEEP
-        self.points = SpecBuffer(maxlen=SPEC_KEEP)
+        self._points = SpecBuffer(maxlen=SPEC_KEEP)
         #: speculative decoding is on (the batch lines or /server_info say so); None: not known yet
         self.enabled: bool | None = None
         #: sum and count of every accept length seen (the mean over the whole run)
@@ -47,33 +62,139 @@ class SpecSlice:
         #: the accept length sat at COLLAPSE_LEN for the last COLLAPSE_RUN batches
         self.collapsed = False
         self._low_run = 0
-        #: the last decode batch line (sglang.events.DecodeBatch) and when it came (console clock)
-        self.last_batch: Any = None
-        self.batch_t: float | None = None
-        #: the last RECENT_BATCHES decode lines (sglang.capacity's window)
-        self.recent_batches: deque[Any] = deque(maxlen=RECENT_BATCHES)
+        self._last_batch: Any = None
+        self._batch_t: float | None = None
+        self._recent: deque[Any] = deque(maxlen=RECENT_BATCHES)
         #: Mamba pool slots (``max_mamba_cache_size`` of the ``Mamba Cache is allocated`` line)
         self.mamba_pool_slots: int | None = None
         #: Mamba slots one request holds (the cap warning's second line)
         self.mamba_slots_per_request: int | None = None
+        #: runs read in bulk whose lines are not events yet: (run, dating, decode lines,
+        #: speculative ones, boot), oldest first, only those the kept fields may still need
+        self._pending: deque[tuple[DecodeRun, Any, int, int, int]] = deque()
+        self._pend_dec = self._pend_spec = 0
+        self._boot = 0  # counts boots and runs (recent_batches is a boot's)
+        self._last_of: Any = None  # the pending run whose last line is the last batch already
+
+    # --------------------------------------------------------------- kept fields
+    @property
+    def points(self) -> SpecBuffer:
+        """One SpecPoint per speculative decode batch, the last SPEC_KEEP."""
+        if self._pending:
+            self._settle()
+        return self._points
+
+    @property
+    def last_batch(self) -> Any:
+        """The last decode batch line (sglang.events.DecodeBatch)."""
+        if self._pending:
+            self._settle_last()
+        return self._last_batch
+
+    @property
+    def batch_t(self) -> float | None:
+        """When the last decode batch line came (console clock)."""
+        if self._pending:
+            self._settle_last()
+        return self._batch_t
+
+    @property
+    def recent_batches(self) -> deque[Any]:
+        """The last RECENT_BATCHES decode lines of the boot (sglang.capacity's window)."""
+        if self._pending:
+            self._settle()
+        return self._recent
 
     # --------------------------------------------------------------- events
     def on_decode(self, e: Any) -> set[str]:
-        t = self._when(e)
-        self.last_batch, self.batch_t = e, t
-        self.recent_batches.append(e)
+        if self._pending:
+            self._settle()
         alen = e.accept_len
+        self._numbers(alen, e.spec_enabled)
+        self._kept(e, self._when(e), alen, True)
+        return {"spec"}
+
+    def _numbers(self, alen: float | None, spec_enabled: bool) -> None:
+        """A decode line's accept length (None: not printed) into the run's numbers."""
         if alen is None:
-            if not e.spec_enabled:
+            if not spec_enabled:
                 self.enabled = False
-            return {"spec"}
+            return
         self.enabled = True
-        self.points.append(t, alen, e.accept_rate, e.gen_throughput)
         self.accept_sum += alen
         self.accept_n += 1
         self._low_run = self._low_run + 1 if alen <= COLLAPSE_LEN else 0
         self.collapsed = self._low_run >= COLLAPSE_RUN
+
+    def _kept(self, e: Any, t: float, alen: float | None, this_boot: bool) -> None:
+        """A decode line (dated ``t``) into the kept fields; ``this_boot``: of the current boot."""
+        self._last_batch, self._batch_t = e, t
+        if this_boot:
+            self._recent.append(e)
+        if alen is not None:
+            self._points.append(t, alen, e.accept_rate, e.gen_throughput)
+
+    def on_decode_run(self, run: DecodeRun, dating: Any) -> set[str]:
+        """The decode lines of a run read in bulk (history, :class:`~mambaconsole.sglang.
+        block_fold.DecodeRun`), dated by ``dating``: what :meth:`on_decode` makes of each, line
+        by line; their events only when the kept fields are read (:meth:`_settle`)."""
+        rows = run.rows
+        if not rows:
+            return set()
+        if any(map(_OTHER_SHAPE, rows)):  # a line of another shape: its numbers from its event
+            for e in run.events():
+                if self._pending:
+                    self._settle()
+                alen = e.accept_len
+                self._numbers(alen, e.spec_enabled)
+                self._kept(e, self._when(e, dating), alen, True)
+            return {"spec"}
+        # SGLang's segments: "accept len" is printed (group 4) exactly when speculation is on
+        values = list(map(float, filter(None, map(_ACCEPT_LEN, rows))))
+        self.enabled = bool(rows[-1][3])
+        if values:
+            self.accept_sum = reduce(add, values, self.accept_sum)  # in log order, as line by line
+            self.accept_n += len(values)
+            high = next((i for i in range(len(values) - 1, -1, -1) if values[i] > COLLAPSE_LEN), None)
+            self._low_run = self._low_run + len(values) if high is None else len(values) - 1 - high
+            self.collapsed = self._low_run >= COLLAPSE_RUN
+        pend = self._pending
+        pend.append((run, dating, len(rows), len(values), self._boot))
+        self._pend_dec += len(rows)
+        self._pend_spec += len(values)
+        # the oldest run goes once the later ones (each with a decode line: the last batch) cover
+        # what it gave: the points (none, or SPEC_KEEP after it), the recent batches (an earlier
+        # boot's, or RECENT_BATCHES after it)
+        while len(pend) > 1:
+            _, _, n_dec, n_spec, boot = pend[0]
+            rest_dec, rest_spec = self._pend_dec - n_dec, self._pend_spec - n_spec
+            if (not n_spec or rest_spec >= SPEC_KEEP) and (boot != self._boot or rest_dec >= RECENT_BATCHES):
+                pend.popleft()
+                self._pend_dec, self._pend_spec = rest_dec, rest_spec
+            else:
+                break
+        if len(pend) > PENDING_RUNS:
+            self._settle()
         return {"spec"}
+
+    def _settle_last(self) -> None:
+        """Only the last decode line of the runs read in bulk as an event (the last batch and
+        its time: the header and the spec pane read them often)."""
+        entry = self._pending[-1]
+        if self._last_of is not entry:
+            run, dating, n_dec, _, _ = entry
+            e = run.events(n_dec - 1)[-1]
+            self._last_batch, self._batch_t = e, self._when(e, dating)
+            self._last_of = entry
+
+    def _settle(self) -> None:
+        """The runs read in bulk (:meth:`on_decode_run`) into the kept fields, as events."""
+        pend, self._pending = self._pending, deque()
+        self._pend_dec = self._pend_spec = 0
+        for run, dating, _n, _s, boot in pend:
+            this_boot = boot == self._boot
+            for e in run.events():
+                self._kept(e, self._when(e, dating), e.accept_len, this_boot)
 
     def on_mamba_pool(self, e: Any) -> set[str]:
         """``Mamba Cache is allocated`` (``MambaCacheAllocated``): the pool of the budget's rank."""
@@ -95,16 +216,19 @@ class SpecSlice:
 
     def new_boot(self) -> None:
         """A new boot: its capacity and collapse run are its own (the points stay: one run)."""
-        self.recent_batches.clear()
+        self._boot += 1
+        self._recent.clear()
         self.mamba_pool_slots = self.mamba_slots_per_request = None
         self._low_run, self.collapsed = 0, False
 
     def new_run(self) -> None:
         self.new_boot()
-        self.points.clear()
+        self._pending.clear()
+        self._pend_dec = self._pend_spec = 0
+        self._points.clear()
         self.accept_sum, self.accept_n = 0.0, 0
         self.enabled = None
-        self.last_batch = self.batch_t = None
+        self._last_batch = self._batch_t = None
 
     # --------------------------------------------------------------- selectors
     def mean_accept(self) -> float | None:
