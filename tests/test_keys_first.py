@@ -317,3 +317,66 @@ async def test_a_redraw_never_reported_on_screen_does_not_stop_the_log_being_dra
             if app.log_pane._seen_total == 3:
                 break
         assert app.state.log_total == 3 and app.log_pane._seen_total == 3
+
+
+def _decode(accept: float) -> str:
+    """A decode line of SGLang 0.5.23 with speculative decoding (its accept length ``accept``)."""
+    return ("[2026-10-01 12:34:56 TP0] Decode batch, #running-req: 8, #full token: 20480, full token usage: 0.12, "
+            f"mamba num: 16, mamba usage: 0.03, accept len: {accept:.2f}, accept rate: 0.60, cuda graph: True, "
+            "gen throughput (token/s): 812.05, #queue-req: 0")
+
+
+async def test_a_line_is_drawn_in_the_log_pane_first_and_the_other_panes_follow_within_their_bound(monkeypatch):
+    """A decode line changes the log pane and the spec pane. Once the first view is drawn,
+    the log pane's redraw goes out in a frame of its own; the spec pane, redrawn at most every
+    LOG_OTHERS_S (here 0.3 s), follows no later than that after its last redraw."""
+    import mambaconsole.ui.app as app_mod
+
+    monkeypatch.setattr(app_mod, "LOG_OTHERS_S", 0.3, raising=False)
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        stats = app.query_one("#spec-stats")
+        spec_drawn: list[tuple[float, str]] = []  # (when, what) the spec pane was redrawn with
+        refresh = app.spec_pane.refresh_from
+
+        def noted(state):
+            refresh(state)
+            spec_drawn.append((time.perf_counter(), str(stats.render())))
+
+        app.spec_pane.refresh_from = noted
+        off = 0
+        for k, accept in enumerate((2.10, 3.40, 1.70)):
+            t = _decode(accept)
+            app.session.intake.put(LogLines("r1", (LogLine("r1", off, t, len(t)),)))
+            off += len(t) + 1
+            app.post_message(M.LogPending())
+            for _ in range(500):
+                await asyncio.sleep(0.001)
+                if app.log_pane._seen_total == k + 1:
+                    break
+            at = time.perf_counter()
+            assert app.log_pane._seen_total == k + 1
+            if k == 0:  # the first view: every pane at once
+                assert f"accept len {accept:.2f}" in str(stats.render())
+                assert app.session.first_log_shown or await _first_view(app, pilot)
+                continue
+            # the log pane shows the line; the spec pane, redrawn less than 0.3 s ago, not yet
+            assert f"accept len {accept:.2f}" not in str(stats.render())
+            last = spec_drawn[-1][0]
+            for _ in range(200):
+                await pilot.pause(0.01)
+                if f"accept len {accept:.2f}" in str(stats.render()):
+                    break
+            when = next(w for w, text in spec_drawn if f"accept len {accept:.2f}" in text)
+            assert last + 0.3 - 0.002 <= when <= max(at, last + 0.3) + 0.5  # its bound, plus a loaded machine's slack
+
+
+async def _first_view(app, pilot) -> bool:
+    for _ in range(100):
+        await pilot.pause(0.01)
+        if app.session.first_log_shown:
+            return True
+    return False

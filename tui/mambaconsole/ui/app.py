@@ -62,6 +62,14 @@ LOG_DRAW_ALL_S = 2.0
 #: presses waited behind the frames)
 LOG_FRAME_S = 1 / 30
 LOG_DRAW_SHARE = 0.5
+#: the panes that show folded log lines first, in a frame of their own (a frame's cost grows
+#: with the widgets it repaints: the log pane's own frame is about half of one that also
+#: repaints the spec stats and their sparklines); the other panes the same lines changed (spec
+#: stats, header, GPU budget, ServerArgs) follow in the next frame, at most every
+#: LOG_OTHERS_S seconds: they are never more than LOG_OTHERS_S (plus a frame) behind the log
+#: pane, and a line 10 ms after the last does not wait behind their repaint
+LOG_FIRST = frozenset({"log"})
+LOG_OTHERS_S = 0.1
 #: after a key press (or a mouse click or wheel turn) the log's folding waits this long
 #: (seconds): the key travels the app, the screen, the focused widget and back to the app's
 #: bindings, its action runs and its screen update is drawn, each step a turn of the event loop
@@ -211,6 +219,9 @@ class ConsoleApp(App[int]):
         self._fold_paused = False  # _log_pending waits for input (INPUT_HOLD_S)
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
         self._log_frame_timer = None  # a Timer: draws what the last fold changed once the pacer lets it
+        self._others_changed: set[str] = set()  # panes besides LOG_FIRST the folded lines changed
+        self._others_at = float("-inf")  # perf_counter: they were last redrawn
+        self._others_timer = None  # a Timer: redraws them once LOG_OTHERS_S has passed
         self._pacer = FramePacer(LOG_DRAW_SHARE, LOG_FRAME_S)  # when the log's next redraw may start
 
     @property
@@ -469,11 +480,41 @@ class ConsoleApp(App[int]):
             self._log_frame_timer = None
         if self._closing:
             return
-        self._draw(self._log_changed)
-        self._log_changed.clear()
-        self._drawn_at = self._drawn_all_at = time.perf_counter()
+        changed = self._log_changed
+        now = time.perf_counter()
+        if self.session.first_log_shown:
+            first = changed & LOG_FIRST
+            self._others_changed |= changed - first
+            changed = first
+        elif changed - LOG_FIRST:  # the first view: every pane in one frame
+            self._others_at = now
+        self._draw(changed)
+        self._log_changed = set()
+        self._drawn_at = self._drawn_all_at = now
         if not self.session.first_log_shown and self.state.reading_left() is None:
             self.call_after_refresh(self.session.log_shown)  # the log's history is read and drawn
+        self._draw_others_when_due()
+
+    def _draw_others_when_due(self) -> None:
+        """Redraw the other panes the folded lines changed, once the log pane's redraw is on
+        screen (or counts as shown: the pacer's ``unshown``) and :data:`LOG_OTHERS_S` has
+        passed since they were last redrawn; else when that is (a timer; :meth:`_shown` asks
+        again sooner)."""
+        if self._others_timer is not None:
+            self._others_timer.stop()
+            self._others_timer = None
+        if not self._others_changed or self._closing:
+            return
+        now = time.perf_counter()
+        due = self._others_at + LOG_OTHERS_S
+        if self._pacer.in_flight:
+            due = max(due, self._pacer.started + self._pacer.unshown)
+        if now < due:
+            self._others_timer = self.set_timer(due - now, self._draw_others_when_due)
+            return
+        self._others_at = now
+        panes, self._others_changed = self._others_changed, set()
+        self.refresh_panes(panes)
 
     def _draw_when_due(self, now: float) -> None:
         """Draw the log's changes now if the pacer lets a redraw start, else once it does (a
@@ -503,6 +544,7 @@ class ConsoleApp(App[int]):
         self._pacer.shown(time.perf_counter())
         if self._log_changed and not self._closing and not self.session.intake.pending:
             self._draw_when_due(time.perf_counter())
+        self._draw_others_when_due()
 
     # ----------------------------------------------------------------- actions
     def check_action(self, action: str, parameters) -> bool | None:
