@@ -33,7 +33,8 @@ class LogLines:
     ``reset``: the file was truncated or rotated; ``lines`` restart at offset 0.
     ``size``: the file's size on the node when the batch was sent (bytes; ``size`` minus the
     offset read so far is how far behind the node the console is). ``opened_size``: the reader
-    (re)opened the file when it was that long: lines before it are history, read with their own
+    (re)opened the file when its whole lines ended there (bytes; a last line without its
+    newline yet, such as a progress bar, is not counted): lines before it are history, read with their own
     timestamps, the log's envelope time (node local time read as UTC, see
     :func:`mambaconsole.sglang.text.envelope_seconds`) + ``time_shift`` seconds being this
     console's clock. ``skipped``: ``(offset, end)``, after these lines the bytes in between were

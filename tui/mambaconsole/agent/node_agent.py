@@ -34,8 +34,10 @@ seconds on the node's clock, memory in MiB (2**20 bytes), utilisation in percent
     Every ``log`` record also has ``"size": int``: the file's size in bytes when the agent last
     looked (at least ``end``); ``size - end`` is how far the reader is behind the node.
 ``log_open`` (each time the file is opened, before its first ``log`` record)
-    ``{"type": "log_open", "path": str, "size": int, "offset": int, "time": float,
-    "utc_offset": int}``: its size then, the offset reading starts at, the node's clock and its
+    ``{"type": "log_open", "path": str, "size": int, "lines_end": int, "offset": int, "time": float,
+    "utc_offset": int}``: its size then, the end of its last whole line then (``size`` less a
+    last line without its newline yet: a progress bar, a line half written; that line comes
+    once it is ended), the offset reading starts at, the node's clock and its
     local time's offset from UTC in seconds (``time.localtime().tm_gmtoff``): a log's envelope
     time (the node's local time, no zone) + ``-utc_offset`` is unix seconds.
 ``log_skip`` (with ``--tail-bytes``, when the file was opened from offset 0)
@@ -331,6 +333,26 @@ class Inotify(object):
                 pass
 
 
+#: bytes before a file's end searched for its last newline (``log_open``'s ``lines_end``)
+LINES_END_SEARCH = 8 << 20
+
+
+def _lines_end(f, size):
+    """The end of the last whole line (just past its newline) of the file ``f`` of ``size``
+    bytes: the lines a reader of it gets now end there; a last line not ended yet (a progress
+    bar redrawn with ``\\r``, a line half written) comes once its newline does. 0 when the
+    file has no newline; ``size`` when none is in its last :data:`LINES_END_SEARCH` bytes."""
+    end, block = size, 1 << 16
+    while end > 0 and size - end < LINES_END_SEARCH:
+        start = max(0, end - block)
+        f.seek(start)
+        nl = f.read(end - start).rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        end = start
+    return 0 if end == 0 else size
+
+
 class Follower(object):
     """Follows one file by byte offset across truncation and rotation."""
 
@@ -374,8 +396,8 @@ class Follower(object):
                   "was": off, "size": st.st_size})
             off = 0
         self.size = st.st_size
-        emit({"type": "log_open", "path": self.path, "size": st.st_size, "offset": off, "time": time.time(),
-              "utc_offset": time.localtime().tm_gmtoff})
+        emit({"type": "log_open", "path": self.path, "size": st.st_size, "lines_end": _lines_end(f, st.st_size),
+              "offset": off, "time": time.time(), "utc_offset": time.localtime().tm_gmtoff})
         self.offset, self.pending, self.skip = off, b"", None
         if off == 0 and self.tail_bytes > 0 and st.st_size > self.tail_bytes:
             off = self._head_and_tail(f, st.st_size)

@@ -264,8 +264,9 @@ class Feed:
         opened from its head (up to the first ready line: the ServerArgs dump, the memory lines,
         the ready summary) and that tail, not its middle (``LogLines.skipped``, the byte range
         left out; :meth:`read_page` pages back into it). Each batch says the file's size on the
-        node (``size``); after each (re)open, the size then (``opened_size``: the lines before it
-        are history) and how to read the log's own timestamps on this clock (``time_shift``).
+        node (``size``); after each (re)open, where its whole lines ended then (``opened_size``, the
+        agent's ``lines_end``: the lines before it are history; a last line without its newline
+        yet, such as a progress bar, is not) and how to read the log's own timestamps on this clock (``time_shift``).
         ``first``: the record batches of the agent :meth:`first_look` started for this run."""
         opts = self._tail_options(offset)
         stream = self.link.follow_log(run_id=run.run_id, offset=offset, home=opts["home"], python=opts["python"],
@@ -274,7 +275,8 @@ class Feed:
             async for fb in stream:
                 opened = shift = None
                 if fb.opened is not None:
-                    opened = int(fb.opened.get("size") or 0)
+                    # history: the whole lines the file held (a last line without its newline comes later)
+                    opened = int(fb.opened.get("lines_end", fb.opened.get("size")) or 0)
                     node_t, utc = _num(fb.opened.get("time")), _num(fb.opened.get("utc_offset"))
                     if node_t is not None and utc is not None:
                         shift = (self.clock() - node_t) - utc  # node local time -> this console's clock
