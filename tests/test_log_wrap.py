@@ -407,3 +407,54 @@ async def test_a_wrapped_sglang_line_breaks_between_its_words_on_screen():
             assert all(wd in words for wd in body.split()), row
         assert " ".join(r[len(MARK):] if r.startswith(MARK) else r for r in (x.rstrip() for x in shown)) == text
         assert all(len(r) <= width for r in shown)
+
+
+def _bar_rows(bar) -> list[tuple[str, str | None]]:
+    """The scrollbar's rows as drawn: each row's glyph and what a click on it does (the
+    thumb: ``grab``; above it ``scroll_up``, below ``scroll_down``)."""
+    from textual.geometry import Region
+
+    return [(strip.text, next((seg.style.meta.get("@mouse.down") for seg in strip if seg.style is not None), None))
+            for strip in bar.render_lines(Region(0, 0, bar.size.width, bar.size.height))]
+
+
+def _bar_rows_for(view) -> list[tuple[str, str | None]]:
+    """The rows Textual's scrollbar renderer draws for the view's rows, window and scroll
+    position (textual 8.2.8 ``ScrollBarRender.render_bar``)."""
+    from textual.scrollbar import ScrollBarRender
+
+    virtual, window = view.virtual_size.height, view.container_size.height
+    segs = ScrollBarRender.render_bar(size=view.vertical_scrollbar.size.height, virtual_size=virtual,
+                                      window_size=window if window < virtual else 0, position=view.scroll_y,
+                                      thickness=1, vertical=True).segments
+    return [(seg.text, seg.style.meta.get("@mouse.down")) for seg in segs]
+
+
+@pytest.mark.parametrize("lines_before", [10, 3000])
+async def test_the_scrollbar_shows_the_view_after_lines_come_in_while_following(lines_before):
+    """While following, each new line moves the view to the end: the scrollbar's thumb is
+    never stale. A short log's thumb shrinks and moves as lines come in; a long log's stays a
+    cell at the bottom, and the bar is then not repainted at all (it was, every line: 20 rows
+    at 120x40). (Lines that change only the log pane: a decode line's sparklines lay the
+    screen out while they fill, and a layout repaints the bar anyway.)"""
+    texts = [f"[2026-11-30 18:30:21 TP0] Scheduler note {i:05d}: " + "a word or two " * 12 for i in range(lines_before + 8)]
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        w.write(lines_before, texts[:lines_before])
+        await pilot.pause(0.05)
+        view = app.log_pane.view
+        bar = view.vertical_scrollbar
+        repaints = []
+        refresh = bar.refresh
+        bar.refresh = lambda *a, **k: (repaints.append(1), refresh(*a, **k))[1]
+        for k in range(8):
+            w.write(1, [texts[lines_before + k]])
+            await pilot.pause(0.02)
+            assert app.log_pane.following and view.scroll_y == view.max_scroll_y
+            assert (bar.window_virtual_size, bar.position) == (view.virtual_size.height, view.scroll_y)
+            assert _bar_rows(bar) == _bar_rows_for(view)
+        if lines_before > 1000:
+            assert repaints == []
+        else:
+            assert repaints  # the thumb moved: repainted
