@@ -4,7 +4,8 @@ time, their events made when read) leaves the whole :class:`~mambaconsole.state.
 as reading every line one at a time does: every slice's public fields (the kept log lines,
 the run fold with every boot, readiness and its time, the failure and request errors, the
 budget, the spec points, mean, collapse alarm, last batch and its time, the recent batches,
-the args rows) and the facade's selectors. Inputs: every real log of the test data and the
+the args rows) and the facade's selectors; live lines in a backlog (a batch of
+``LIVE_BULK_MIN`` or more) are read in bulk too. Inputs: every real log of the test data and the
 case banks, and generated mixes (``bench/console_rig.py``'s realistic and serving mixes, lines
 that must leave the fast path, speculative runs that collapse and recover, boots with and
 without speculation), cut into records of random sizes, history then live lines, compared at
@@ -131,6 +132,7 @@ def _same(text: str, seed: Any, *, midway: bool, sizes: tuple[int, ...] = SIZES)
     for i, rec in enumerate(records):
         with mp.context() as m:
             m.setattr(fold_slice, "BULK_MIN", 10**9)  # the line path
+            m.setattr(fold_slice, "LIVE_BULK_MIN", 10**9)
             line.apply(rec)
         bulk.apply(rec)
         if i in checks:
@@ -226,7 +228,8 @@ def test_generated_mixes_same_state(seed: int) -> None:
 
 def test_bulk_path_reads_history_in_bulk() -> None:
     """History of the serving mix goes through the block fold (most lines in bulk), live lines
-    after it one at a time; a pane reading the spec fields makes only the last lines events."""
+    a few at a time one at a time, a live backlog in bulk; a pane reading the spec fields makes
+    only the last lines events."""
     text = "".join(mix_lines(20_000, 5, templates=SERVING))
     batch = _batch(text)
     st = _state()
@@ -242,8 +245,11 @@ def test_bulk_path_reads_history_in_bulk() -> None:
         assert st.last_batch is not None and len(st.spec) > 0
     assert 0 < len(made) <= 2 * 600  # the points' last lines and the recent batches, not the 4k decodes
     bulk = folder.bulk_lines
-    st.apply(LogLines("r1", batch[15_000:], size=size))
-    assert folder.bulk_lines == bulk  # live lines: one at a time
+    for i in range(15_000, 16_000, 10):
+        st.apply(LogLines("r1", batch[i:i + 10], size=size))
+    assert folder.bulk_lines == bulk  # live lines a few at a time: one at a time
+    st.apply(LogLines("r1", batch[16_000:], size=size))
+    assert folder.bulk_lines > bulk + 3000  # a live backlog: in bulk
 
 
 def test_bulk_handlers_cover_the_simple_lines() -> None:

@@ -30,6 +30,9 @@ CHUNK = 64
 #: any batch: the intake hands a record's last lines over as a short piece, and a decode line
 #: read one at a time makes the spec slice's pending runs events)
 BULK_MIN = 1
+#: live lines in one batch from which they are read a block at a time (a backlog: the console
+#: fell behind a flood); a few lines at a time, as a server writes them, go line by line
+LIVE_BULK_MIN = 64
 #: the panes that show the fold's claims (the header; the spec pane shows a failure, ServerArgs
 #: the flags that sized an OOM)
 _CLAIMS = frozenset({"header", "spec", "args"})
@@ -91,8 +94,9 @@ class FoldSlice:
         (:meth:`~mambaconsole.sglang.events.LogParser.feed_many`; joined records such as
         tracebacks complete when the next record starts, or at :meth:`flush`). ``shift``: the
         lines are history read back, dated by their own timestamps + ``shift`` seconds; a batch
-        of :data:`BULK_MIN` lines or more of it is read a block at a time (:meth:`_bulk`)."""
-        if shift is not None and len(texts) >= BULK_MIN and self._bulk_allowed():
+        of :data:`BULK_MIN` lines or more of it (of live lines, :data:`LIVE_BULK_MIN`) is read a
+        block at a time (:meth:`_bulk`)."""
+        if len(texts) >= (LIVE_BULK_MIN if shift is None else BULK_MIN) and self._bulk_allowed():
             block = "\n".join(texts) + "\n"
             if block.count("\n") == len(texts):  # (a text holding a newline: line by line)
                 return self._bulk(block, shift)
@@ -120,12 +124,12 @@ class FoldSlice:
                 self._handler(t) is None for t in (E.PrefillBatch, E.HttpAccess, E.Text))
         return self._bulk_ok
 
-    def _bulk(self, block: str, shift: float) -> set[str]:
-        """History's lines (``block``: whole lines) through the block fold
-        (:class:`~mambaconsole.sglang.block_fold.BlockFold`, bound to this slice's parser and
-        fold): each run of simple lines as a whole (its decode lines to :attr:`_run_handlers`),
-        every other line as the line path takes it (:meth:`_fold`). The same state as line by
-        line (``tests/test_bulk_state.py``)."""
+    def _bulk(self, block: str, shift: float | None) -> set[str]:
+        """Lines (``block``: whole lines; ``shift`` as :meth:`understand_many` has it) through the
+        block fold (:class:`~mambaconsole.sglang.block_fold.BlockFold`, bound to this slice's
+        parser and fold): each run of simple lines as a whole (its decode lines to :attr:`_run_handlers`),
+        every other line as the line path takes it (:meth:`_fold_each`). The same state as line
+        by line (``tests/test_bulk_state.py``)."""
         folder = self._block
         if folder is None:
             folder = self._block = BlockFold(self._parser, self._fold, on_event=self._bulk_event,
