@@ -1,11 +1,15 @@
 """Start-up without the garbage collector (``ui/__init__.py``): ``mambaconsole HOST`` turns it
-off before it imports the app, and the app turns it back on at its mount (after freezing what
-start-up built); a console that fails before its mount turns it back on too, and a collector
-its owner had turned off stays off."""
+off before it imports the app, and the app turns it back on once it has read the log's history
+and frozen what start-up and that read built (at the latest ``COLLECTOR_HELD_S`` after its
+mount); a console that fails before that turns it back on too, and a collector its owner had
+turned off stays off."""
 
 from __future__ import annotations
 
 import gc
+import json
+import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -59,14 +63,39 @@ def test_a_console_that_fails_before_its_mount_turns_the_collector_back_on(colle
     assert gc.isenabled()
 
 
-async def test_the_app_turns_the_collector_back_on_at_its_mount(collector_on):
-    from mambaconsole.ui.app import ConsoleApp
+async def test_the_app_turns_the_collector_back_on_once_the_logs_history_is_read(collector_on, tmp_path,
+                                                                                   monkeypatch):
+    from fixtures.console import console_for, wait_until
+    from mambaconsole.ui import app as ui_app
 
+    monkeypatch.setattr(ui_app, "COLLECTOR_HELD_S", 60.0)  # not the bound: the history's end
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] INFO: line {i}\n" for i in range(3000)))
+    d = tmp_path / "home" / "runs" / "20261201-100000-gc"
+    d.mkdir(parents=True)
+    (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
+    (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": time.time() - 60,
+                                               "log_path": str(log)}))
     hold_collector()
-    assert not gc.isenabled()
-    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
-    async with app.run_test(size=(120, 40)):
-        assert gc.isenabled()
+    app = console_for(LocalNode("t"), str(tmp_path / "home"), agent_python=sys.executable)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert not gc.isenabled()  # mounted: still held, the history is not read yet
+        st = app.state
+        await wait_until(pilot, lambda: st.log_total == 3000 and st.reading_left() is None, what="the history read")
+        await wait_until(pilot, gc.isenabled, timeout=10, what="the collector on again")
+
+
+async def test_without_a_log_the_collector_runs_again_soon_after_the_mount(collector_on, monkeypatch):
+    from fixtures.console import wait_until
+    from mambaconsole.ui import app as ui_app
+
+    monkeypatch.setattr(ui_app, "COLLECTOR_HELD_S", 0.3)
+    hold_collector()
+    app = ui_app.ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        t0 = time.monotonic()
+        await wait_until(pilot, gc.isenabled, timeout=10, what="the collector on again")
+        assert time.monotonic() - t0 < 5
 
 
 def test_a_collector_its_owner_turned_off_stays_off(collector_on):

@@ -10,13 +10,14 @@ Textual's timer is set to :data:`FRAMES_PER_SECOND`: a frame follows a change wi
 millisecond or two. ``textual.constants`` reads the variable once, when it is first imported,
 so this is set before any ``ui`` module imports Textual; a ``TEXTUAL_FPS`` the user set wins.
 
-Start-up without the garbage collector: what the console builds before its first screen
-(Textual's classes and stylesheet, the panes, SGLang knowledge, the SSH connection) lives as
-long as the console, so the collector's passes over it while it grows find nothing to free
-(tens of ms of a start-up of under a second). :func:`hold_collector` (the command line, before
-it imports the app) turns the collector off; :func:`release_collector` (the app's mount, once
-it froze what start-up built: ``gc.freeze``) turns it back on. Only objects in reference
-cycles wait for the collector; the rest are freed as before.
+Start-up without the garbage collector: what the console builds before its first view
+(Textual's classes and stylesheet, the panes, SGLang knowledge, the SSH connection, the fold of
+the log's history) lives as long as the console, so the collector's passes over it while it
+grows find nothing to free (tens of ms of a start-up of under a second).
+:func:`hold_collector` (the command line, before it imports the app) turns the collector off;
+:func:`release_collector` (the app, once it froze what the first read of the log built:
+``gc.freeze``; at the latest ``app.COLLECTOR_HELD_S`` after its mount) turns it back on. Only
+objects in reference cycles wait for the collector; the rest are freed as before.
 """
 
 import gc
@@ -41,8 +42,8 @@ def hold_collector() -> None:
 
 
 def release_collector() -> None:
-    """Turn the collector back on if :func:`hold_collector` turned it off (the app's mount,
-    after ``gc.freeze()``; the command line's exit, should the app never mount)."""
+    """Turn the collector back on if :func:`hold_collector` turned it off (the app, once the
+    log's history is read; the command line's exit, should the app never get there)."""
     global _held
     if _held:
         _held = False

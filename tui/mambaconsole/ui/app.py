@@ -45,6 +45,11 @@ from mambaconsole.ui.spec_pane import SpecPane
 # Start-up: what the first paint does not need (the modal screens, the argv diff, themes'
 # TOML, httpx, SGLang knowledge's log parser) is imported when first used.
 
+#: seconds from the mount after which a collector the command line held for the start-up runs
+#: again even if the log's history is not read yet (no run, a slow node): only objects in
+#: reference cycles wait for it meanwhile
+COLLECTOR_HELD_S = 3.0
+
 #: actions that change the node: hidden (footer, palette, keys) with --read-only
 NODE_CHANGING = {"edit", "relaunch", "stop"}
 #: seconds of log folding per turn of the app's message queue (keys go between turns)
@@ -295,10 +300,11 @@ class ConsoleApp(App[int]):
         self._fit_layout(self.size.width, self.size.height)
         # what startup built (Textual, the panes, SGLang knowledge) lives as long as the app:
         # out of the collector's full passes, which otherwise rescan it all (~50 ms, a dropped
-        # frame) every few seconds while a log floods in; the collector runs again from here
-        # if the command line held it for the start-up (ui/__init__.py)
+        # frame) every few seconds while a log floods in
         gc.freeze()
-        release_collector()
+        # a collector the command line held for the start-up (ui/__init__.py) runs again once
+        # the log's history is read (_log_pending), at the latest COLLECTOR_HELD_S from here
+        self.set_timer(COLLECTOR_HELD_S, release_collector)
 
     @property
     def main_screen(self) -> Screen:
@@ -429,6 +435,7 @@ class ConsoleApp(App[int]):
             # use; the fold; the panes' caches) joins startup's out of the collector's full passes
             self._frozen_after_log = True
             gc.freeze()
+            release_collector()
         if not more:
             self._draw_when_due(now)
         elif now - self._drawn_at >= LOG_DRAW_S:
