@@ -59,7 +59,8 @@ LOG_SLICE_S = 0.012
 LOG_DRAW_S = 0.25
 LOG_DRAW_ALL_S = 2.0
 #: the panes are redrawn from folded log lines as soon as they change, unless their redraws
-#: would take more than LOG_DRAW_SHARE of the app's time (ui/redraw.py FramePacer: a redraw
+#: would take more than LOG_DRAW_SHARE of the app's time, kept over time with a saved burst of
+#: LOG_DRAW_SHARE * LOG_FRAME_S seconds (ui/redraw.py FramePacer: a redraw
 #: takes the time until the screen update showing it is written, about 4-6 ms for a one-line
 #: change at 120x40 on this project's 2-core box, more on a busy one); a redraw never waits more than
 #: LOG_FRAME_S (seconds) after the last one: a flood, whose redraws are dear, is drawn 30 times

@@ -61,28 +61,44 @@ def steady_height(widget: Any, content: Any, rows: int, now: float) -> tuple[Any
 
 class FramePacer:
     """When the next redraw of the log's panes may start: at once, unless the last one is not
-    on screen yet or the redraws would take more than ``share`` of the app's time. A redraw's
+    on screen yet or the redraws have taken more than ``share`` of the app's time. A redraw's
     cost is the wall time (``time.perf_counter`` seconds) from its start until the screen
     update that shows it was written: the app's event loop is busy with it for that long (on
     a machine whose CPUs are shared, a frame takes longer and the redraws slow down, leaving
     the loop the same share for keys and the node's lines; anything the loop did meanwhile,
-    such as folding more lines of a flood, counts, so a flood slows the redraws down). The
-    next redraw starts at least ``cost / share`` seconds after the last one began, and never
-    has to wait more than ``longest`` seconds after it was shown: a line after a quiet spell
-    is drawn at once, lines 10 ms apart each in their own frame when a frame takes a few
-    milliseconds, and a flood at most ``1 / longest`` times a second once its frames are
-    dear. A redraw not reported on screen within ``unshown`` seconds is taken as shown (the
-    screen it was drawn for went away before its update, say a dialog that closed): the log is
-    never left undrawn."""
+    such as folding more lines of a flood, counts, so a flood slows the redraws down).
 
-    def __init__(self, share: float, longest: float, unshown: float = 0.25) -> None:
+    The share is kept over time, not frame by frame: each second earns ``share`` seconds of
+    redrawing, up to ``burst`` seconds saved (default ``share * longest``), and a redraw spends
+    its cost. While the saved time is not negative, a redraw starts at once; after a dear one it
+    waits until the debt is earned back, never more than ``longest`` seconds after the last
+    began (a flood, once its frames are dear, is drawn ``1 / longest`` times a second), and no
+    more debt is kept than that wait earns (one dear frame, say a garbage collection, holds back
+    one redraw, not the next ones). Over any stretch the redraws take at most ``share`` of it
+    plus ``burst``. With lines 10 ms apart and frames of 4-6 ms, each line goes out at once: a
+    rule per frame (the next ``cost / share`` after the last began) held back every line that
+    came a little early, by a few milliseconds each. A redraw not reported on screen within
+    ``unshown`` seconds is taken as shown (the screen it was drawn for went away before its
+    update, say a dialog that closed): the log is never left undrawn."""
+
+    def __init__(self, share: float, longest: float, unshown: float = 0.25, burst: float | None = None) -> None:
         self.share = share
         self.longest = longest
         self.unshown = unshown
+        self.burst = share * longest if burst is None else burst
         self.started = float("-inf")  # perf_counter seconds: the last redraw began
         self.cost = 0.0  # seconds: how long the last redraw took until it was on screen
         #: the last redraw is not on screen yet (a redraw now would be written with it)
         self.in_flight = False
+        self.saved = self.burst  # seconds of redrawing saved (negative: owed) at `at`
+        self.at = float("-inf")  # perf_counter seconds: when `saved` was last brought up to date
+
+    def _saved_at(self, now: float) -> float:
+        """The redrawing saved at ``now`` (perf_counter seconds; a clock that went back earns
+        nothing)."""
+        if self.at == float("-inf"):
+            return self.burst
+        return min(self.burst, self.saved + max(0.0, now - self.at) * self.share)
 
     def due(self) -> float:
         """The earliest ``time.perf_counter()`` at which the next redraw may start (while the
@@ -90,14 +106,19 @@ class FramePacer:
         before)."""
         if self.in_flight:
             return self.started + self.unshown
-        return self.started + min(self.longest, self.cost / self.share)
+        if self.saved >= 0:
+            return self.at
+        return min(self.started + self.longest, self.at - self.saved / self.share)
 
     def begin(self, now: float) -> None:
         """A redraw starts at ``now`` (perf_counter seconds)."""
+        self.saved, self.at = self._saved_at(now), now
         self.started = now
         self.in_flight = True
 
     def shown(self, now: float) -> None:
         """The redraw begun last is on screen at ``now`` (perf_counter seconds)."""
         self.cost = max(0.0, now - self.started)
+        self.saved = max(-self.share * self.longest, self._saved_at(now) - self.cost)
+        self.at = max(now, self.at)
         self.in_flight = False
