@@ -179,6 +179,20 @@ def rate_meaning(version: str | None) -> str:
     return {DRAFTS_ONLY: "drafts only", WITH_BONUS: "incl. bonus token"}.get(m, "")
 
 
+class BatchSparkline(Sparkline):
+    """Textual's Sparkline, one column per value, left-aligned, until the values fill its
+    width (then the last ones as Textual draws them, one bucket a column): the widget keeps
+    its width, so a new batch while the chart fills repaints it without laying the screen out
+    (a width set per batch did: a layout each decode batch for a run's first ~55 batches at
+    120x40, up to 30 ms of the event loop each on this project's 2-core box)."""
+
+    def render(self):
+        bars = super().render()  # textual.renderables.sparkline.Sparkline: its width is the columns drawn
+        if bars.width and self.data:
+            bars.width = min(bars.width, len(self.data))
+        return bars
+
+
 class SpecPane(Vertical, can_focus=True):
     DEFAULT_CSS = """
     SpecPane #spec-stats { height: auto; }
@@ -189,9 +203,9 @@ class SpecPane(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static("", id="spec-stats")
         yield Static("accept length", classes="spark-label", id="len-label")
-        yield Sparkline([], id="spark-len")
+        yield BatchSparkline([], id="spark-len")
         yield Static("gen throughput (token/s)", classes="spark-label", id="thr-label")
-        yield Sparkline([], id="spark-thr")
+        yield BatchSparkline([], id="spark-thr")
 
     def refresh_from(self, state: ConsoleState) -> None:
         """Live run: the numbers as current. A run that is over (dead, exited, OOM, crashed,
@@ -253,11 +267,7 @@ class SpecPane(Vertical, can_focus=True):
             thr_pts = [p for p in pts if p.throughput is not None]
             thrs = [p.throughput for p in thr_pts]
             for spark, data in ((spark_len, lens), (spark_thr, thrs)):
-                set_if_changed(spark, "data", data)
-                # left-aligned, one column per batch, until the batches fill the width
-                width = len(data) if len(data) < cols else None
-                if getattr(spark, "_mc_width", 0) != width:  # a layout only when it changes
-                    spark._mc_width = spark.styles.width = width
+                set_if_changed(spark, "data", data)  # (left-aligned, one column per batch: BatchSparkline)
             # the sparklines' scale: each bar is one decode batch, from the lowest to the highest value shown
             update_static(self.query_one("#len-label", Static),
                           scale_label("accept length", lens, ".2f", pts[-1].t - pts[0].t), lines=1)
