@@ -1,0 +1,267 @@
+"""Where a line's latency goes: the run of ``bench/log_latency.py`` (a decode line written on
+the node every 10 ms, the console headless at 120x40), each line stamped at every stage it
+passes, and the p50/p99 of each gap. Not a benchmark (no goal, no PASS/FAIL): a diagnosis.
+
+Stages (``time.time_ns``, one clock with the writer's stamp):
+
+- ``write``: the writer's stamp in the line;
+- ``put``: the session queued the agent's record in the intake (``LogIntake.put``);
+- ``pending``: the app's ``_log_pending`` began folding (``Session.fold_log`` called);
+- ``folded``: ``Session.fold_log`` returned (the line is in the state);
+- ``drawn``: the log pane took the line from the state (``LogPane.refresh_from`` returned);
+- ``render0`` / ``render1``: the screen's compositor render (``Compositor.render_update``)
+  that first includes the pane's new content began / ended;
+- ``shown``: ``App._display`` of that render returned (what ``log_latency`` times).
+
+Also: the slowest 1% of lines stage by stage with the garbage collections (gen 1 and 2, or
+over 1 ms) while each was on its way, the collections while timed, and the widgets the
+compositor repainted per frame. Usage: ``python bench/log_latency_stages.py [N]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tui"), str(ROOT / "tests"), str(ROOT / "bench")]
+
+import log_latency as LL  # noqa: E402
+from fixtures.sshd import ssh_session  # noqa: E402
+
+from console_rig import BOOT, console, make_run  # noqa: E402
+
+STAGES = ("write", "put", "pending", "folded", "drawn", "render0", "render1", "shown")
+
+
+class Stalls:
+    """What the event loop was doing when it did not come round for over ``limit_s``: a
+    thread samples the loop thread's stack every millisecond while a heartbeat callback is
+    late, and counts the innermost frames of the console's own code (or of Textual / asyncssh
+    below it) it was in."""
+
+    def __init__(self, limit_s: float = 0.02) -> None:
+        self.limit_s = limit_s
+        self.beat = time.perf_counter()
+        self.samples: collections.Counter = collections.Counter()
+        self.stop = threading.Event()
+        self.loop_thread = threading.get_ident()
+
+    async def heartbeat(self) -> None:
+        while not self.stop.is_set():
+            self.beat = time.perf_counter()
+            await asyncio.sleep(0.001)
+
+    def watch(self) -> None:
+        while not self.stop.wait(0.001):
+            if time.perf_counter() - self.beat > self.limit_s:
+                frame = sys._current_frames().get(self.loop_thread)
+                if frame is not None:
+                    stack = traceback.extract_stack(frame)
+                    ours = [f for f in stack if "/mambaconsole/" in f.filename] or stack
+                    top = ours[-1]
+                    self.samples[f"{Path(top.filename).name}:{top.lineno} {top.name}"
+                                 f" < {stack[-1].name} ({Path(stack[-1].filename).name})"] += 1
+
+
+class Timeline:
+    """Per stage, a list of ``(time_ns, count)``: when ``count`` lines (counted from the
+    start of timing) had passed the stage."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+        self.widgets: collections.Counter = collections.Counter()
+        self.frames = 0
+        self.gcs: list[tuple[int, int, int]] = []  # (start, end time_ns, generation) of each collection
+        self._gc_at = 0
+
+    def on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_at = time.time_ns()
+        else:
+            self.gcs.append((self._gc_at, time.time_ns(), info["generation"]))
+
+    def mark(self, stage: str, count: int) -> None:
+        self.marks[stage].append((time.time_ns(), count))
+
+    def at(self, stage: str, i: int) -> int | None:
+        """When line ``i`` (0-based) first passed ``stage``."""
+        for t, c in self.marks[stage]:
+            if c > i:
+                return t
+        return None
+
+
+async def console_run(store: Path, run_id: str, tl: Timeline):
+    drawn: asyncio.Queue = asyncio.Queue()
+    async with console("gpu-node", store) as (app, pilot):
+        st = app.state
+        # counts are lines of the file (the log is read from its byte 0)
+        intake = app.session.intake
+        put = intake.put
+        counts = {"put": 0}
+
+        def _put(ev):
+            counts["put"] += len(ev.lines)
+            r = put(ev)
+            tl.mark("put", counts["put"])
+            return r
+
+        intake.put = _put
+        # (@on handlers are looked up on the class: "pending" is when the fold begins)
+        fold = app.session.fold_log
+
+        def _fold(until=None):
+            tl.mark("pending", st.log_total + intake.lines)
+            r = fold(until)
+            tl.mark("folded", st.log_total)
+            return r
+
+        app.session.fold_log = _fold
+        pane = app.log_pane
+        rf = pane.refresh_from
+
+        def _refresh_from(state):
+            r = rf(state)
+            tl.mark("drawn", pane._seen_total)
+            return r
+
+        pane.refresh_from = _refresh_from
+        comp = app.screen._compositor
+        ru, uw = comp.render_update, comp.update_widgets
+        seen_at_render = [0]
+
+        def _update_widgets(widgets):
+            for w in widgets:
+                tl.widgets[type(w).__name__ + ("#" + w.id if w.id else "")] += 1
+            return uw(widgets)
+
+        def _render_update(*a, **k):
+            seen_at_render[0] = pane._seen_total
+            tl.mark("render0", seen_at_render[0])
+            r = ru(*a, **k)
+            tl.mark("render1", seen_at_render[0])
+            tl.frames += 1
+            return r
+
+        comp.render_update, comp.update_widgets = _render_update, _update_widgets
+        display = app._display
+        seen = [pane._seen_total]
+
+        def _display(screen, renderable):
+            display(screen, renderable)
+            now = time.time_ns()
+            took = pane._seen_total
+            n = took - seen[0]
+            if renderable is not None:
+                tl.mark("shown", seen_at_render[0])
+            if renderable is not None and n > 0:
+                behind = st.log_total - seen[0]
+                for rec in st.log.tail_raw(min(behind, len(st.log)))[:n]:
+                    drawn.put_nowait((now, rec[1]))
+                seen[0] = took
+
+        app._display = _display
+
+        tl.counts = (counts, st)
+        try:
+            while True:
+                item = await drawn.get()
+                if item[1] == "warm-up":  # from here on: the timed lines and their frames
+                    tl.widgets.clear()
+                    tl.frames = 0
+                yield item
+        finally:
+            app._display = display
+
+
+async def main_async(home, tmp: Path, n: int):
+    LL.N = n
+    con_path = tmp / "console.log"
+    con_path.write_text(BOOT)
+    run_id, proc = make_run(tmp / "store", con_path)
+    tl = Timeline()
+    gc.callbacks.append(tl.on_gc)
+    stalls = tl.stalls = Stalls()
+    beat = asyncio.ensure_future(stalls.heartbeat())
+    watcher = threading.Thread(target=stalls.watch, daemon=True)
+    watcher.start()
+    try:
+        gen = console_run(tmp / "store", run_id, tl)
+        lat = await LL.measure(con_path, gen)
+        await gen.aclose()
+    finally:
+        stalls.stop.set()
+        await beat
+        gc.callbacks.remove(tl.on_gc)
+        proc.kill()
+        proc.wait()
+    counts, st = tl.counts
+    lines = con_path.read_text().splitlines()
+    if not counts["put"] == st.log_total == len(lines):
+        print(f"counts differ: put {counts['put']}, folded {st.log_total}, file {len(lines)} lines")
+    return tl, lines, lat
+
+
+def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
+    rows = []
+    for i, ln in enumerate(lines):
+        if " t=" not in ln:
+            continue
+        row = {"write": LL.stamp(ln)}
+        for s in STAGES[1:]:
+            row[s] = tl.at(s, i)
+        rows.append(row)
+    print(f"{len(rows)} lines; {tl.frames} frames; console p50 {LL.pct(lat, 50):.2f} ms, p99 {LL.pct(lat, 99):.2f} ms"
+          f" (load {os.getloadavg()[0]:.1f})")
+    print(f"{'gap':<22}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    for a, b in list(zip(STAGES, STAGES[1:])) + [("write", "shown")]:
+        gaps = [(r[b] - r[a]) / 1e6 for r in rows if r[a] is not None and r[b] is not None]
+        if gaps:
+            print(f"{a + ' -> ' + b:<22}{LL.pct(gaps, 50):9.2f}{LL.pct(gaps, 90):9.2f}{LL.pct(gaps, 99):9.2f}"
+                  f"{max(gaps):9.2f}")
+    # the slowest lines: their stages, and any garbage collection while they were on their way
+    rows.sort(key=lambda r: (r["shown"] or 0) - r["write"])
+    slow = rows[-max(1, len(rows) // 100):]
+    t0 = min(r["write"] for r in rows)
+    print(f"slowest {len(slow)} lines (1%): " + "; ".join(
+        f"at {(r['write'] - t0) / 1e9:.2f} s: {(r['shown'] - r['write']) / 1e6:.1f} ms = " + " + ".join(
+            f"{(r[b] - r[a]) / 1e6:.1f}" for a, b in zip(STAGES, STAGES[1:]) if r[a] and r[b])
+        + "".join(f" [gc{g} {(e - b) / 1e6:.1f} ms]" for b, e, g in tl.gcs
+                  if b < r["shown"] and e > r["write"] and (g or e - b > 1e6))
+        for r in slow if r["shown"]))
+    t1 = max(r["shown"] or 0 for r in rows)
+    timed = [(b, e, g) for b, e, g in tl.gcs if t0 <= b <= t1]
+    print(f"garbage collections while timed: {len(timed)}, gen2 {sum(g == 2 for *_, g in timed)}, "
+          f"longest {max(((e - b) / 1e6 for b, e, _ in timed), default=0):.1f} ms")
+    if tl.stalls.samples:
+        print(f"event loop late by over {tl.stalls.limit_s * 1e3:.0f} ms (whole run, start-up included), "
+              "ms sampled in (innermost console frame < innermost frame):")
+        for where, n in tl.stalls.samples.most_common(8):
+            print(f"  {n:5d}  {where}")
+    print("widgets updated per frame:", ", ".join(f"{k} {v / max(1, tl.frames):.2f}" for k, v in tl.widgets.most_common()))
+
+
+def main() -> int:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else LL.N
+    tmp = Path(tempfile.mkdtemp(prefix="mc-bench-"))
+    with ssh_session() as home:
+        os.environ["HOME"] = str(home.home)
+        os.environ.pop("SSH_AUTH_SOCK", None)
+        tl, lines, lat = asyncio.run(main_async(home, tmp, n))
+    shutil.rmtree(tmp, ignore_errors=True)
+    report(tl, lines, lat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
