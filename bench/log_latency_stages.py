@@ -81,6 +81,7 @@ class Timeline:
         self.marks: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
         self.widgets: collections.Counter = collections.Counter()
         self.frames = 0
+        self.cpu: list[float | None] = [0.0, None]  # the loop thread's CPU (thread_time) from the warm-up line to END
         self.gcs: list[tuple[int, int, int]] = []  # (start, end time_ns, generation) of each collection
         self._gc_at = 0
 
@@ -179,6 +180,9 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
                 if item[1] == "warm-up":  # from here on: the timed lines and their frames
                     tl.widgets.clear()
                     tl.frames = 0
+                    tl.cpu = [time.thread_time(), None]
+                elif item[1] == "END":
+                    tl.cpu[1] = time.thread_time()
                 yield item
         finally:
             app._display = display
@@ -221,8 +225,9 @@ def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
         for s in STAGES[1:]:
             row[s] = tl.at(s, i)
         rows.append(row)
+    cpu = (tl.cpu[1] - tl.cpu[0]) / len(rows) * 1e3 if tl.cpu[1] else float("nan")
     print(f"{len(rows)} lines; {tl.frames} frames; console p50 {LL.pct(lat, 50):.2f} ms, p99 {LL.pct(lat, 99):.2f} ms"
-          f" (load {os.getloadavg()[0]:.1f})")
+          f" (load {os.getloadavg()[0]:.1f}); the event loop's CPU: {cpu:.2f} ms a line")
     print(f"{'gap':<22}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     for a, b in list(zip(STAGES, STAGES[1:])) + [("write", "shown")]:
         gaps = [(r[b] - r[a]) / 1e6 for r in rows if r[a] is not None and r[b] is not None]
