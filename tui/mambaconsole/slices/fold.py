@@ -127,15 +127,15 @@ class FoldSlice:
     def _bulk(self, block: str, shift: float | None) -> set[str]:
         """Lines (``block``: whole lines; ``shift`` as :meth:`understand_many` has it) through the
         block fold (:class:`~mambaconsole.sglang.block_fold.BlockFold`, bound to this slice's
-        parser and fold): each run of simple lines as a whole (its decode lines to :attr:`_run_handlers`),
-        every other line as the line path takes it (:meth:`_fold_each`). The same state as line
-        by line (``tests/test_bulk_state.py``)."""
+        parser and fold): each run of simple lines as a whole (its decode lines to
+        :attr:`_run_handlers`), every other line as the line path takes it (:meth:`_fold_each`).
+        The same state as line by line (``tests/test_bulk_state.py``)."""
         folder = self._block
         if folder is None:
             folder = self._block = BlockFold(self._parser, self._fold, on_event=self._bulk_event,
                                              on_run=self._bulk_run)
         b = self._fold.last
-        before = (b, b.failure, len(b.request_errors), b.serving, b.pending_error)
+        before = (id(b), b.failure, len(b.request_errors), b.serving, b.pending_error)
         self._shift = shift
         self._bulk_changed = changed = set()
         try:
@@ -146,7 +146,7 @@ class FoldSlice:
             self._shift = None
             self._bulk_changed = set()
         b = self._fold.last
-        if before != (b, b.failure, len(b.request_errors), b.serving, b.pending_error):
+        if before != (id(b), b.failure, len(b.request_errors), b.serving, b.pending_error):
             changed |= _CLAIMS
         return changed
 
