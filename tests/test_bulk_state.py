@@ -191,8 +191,8 @@ def _spec_mix(n: int, seed: int) -> str:
 
 def _short_runs(n: int, seed: int) -> str:
     """Decode lines in short runs (1-7 lines, between prefill, debug and bare lines), speculative in
-    some boots only, a boot every 20-80 lines: what the recent batches and the last batch keep
-    of a boot's first lines."""
+    some boots only, a boot every 20-80 lines, a few of another shape (a field after SGLang's
+    segments): what the recent batches and the last batch keep of a boot's first lines."""
     rng = random.Random(seed)
     out: list[str] = []
     spec = True
@@ -204,8 +204,11 @@ def _short_runs(n: int, seed: int) -> str:
             continue
         for _ in range(rng.randrange(1, 8)):
             r = rng.randrange(1, 64)
-            out.append(SPEC_LINE.format(ts=ts, r=r, a=rng.choice(("1.00", "2.50")), q=r, g=r) if spec
-                       else PLAIN_LINE.format(ts=ts, r=r, g=r))
+            line = (SPEC_LINE.format(ts=ts, r=r, a=rng.choice(("1.00", "2.50")), q=r, g=r) if spec
+                    else PLAIN_LINE.format(ts=ts, r=r, g=r))
+            if rng.random() < 0.03:  # a field after SGLang's segments: a decode line of another shape
+                line += f", future field: {r}"
+            out.append(line)
         sep = rng.random()
         out.append(f"[{ts}] Prefill batch, #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.01, "
                    f"#running-req: 1, #queue-req: 0" if sep < 0.3 else f"[{ts} TP0] schedule step {len(out)}"
