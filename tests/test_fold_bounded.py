@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mambaconsole.sglang.events import LogParser
-from mambaconsole.sglang.run_fold import RunFold
+from mambaconsole.sglang.run_fold import KEEP_BOOTS, RunFold
 from mambaconsole.sglang.summary import summary_of
 
 REAL = (Path(__file__).parent / "data" / "logs" / "real-0.5.23-qnext.log").read_text().splitlines()
@@ -34,6 +34,21 @@ def test_earlier_boots_let_their_decode_lines_go():
     assert len(fold.boots) == 3
     assert [len(b.decodes) for b in fold.boots] == [0, 0, decodes_per_boot]
     assert [len(b.usage_pairs) for b in fold.boots[:-1]] == [0, 0]
+
+
+def test_a_crash_loop_keeps_the_last_boots_and_counts_them_all():
+    # one boot per copy of the real log: its ServerArgs dump starts it (counted from the lines)
+    copies = 3 * KEEP_BOOTS
+    assert sum("] server_args={" in ln for ln in REAL) == 1
+    fold = fold_of(REAL * copies)
+    assert fold.n_boots == copies
+    assert len(fold.boots) == KEEP_BOOTS  # memory: the last boots only, not one per restart
+    s = summary_of(fold)
+    assert s.n_boots == copies
+    assert f"{copies} server starts in this log" in " ".join(f.message for f in s.findings)
+    alone = summary_of(fold_of(REAL))
+    assert (s.last_decode(), s.capacity(), s.outcome, s.spec) == \
+        (alone.last_decode(), alone.capacity(), alone.outcome, alone.spec)
 
 
 def test_the_last_boot_reads_the_same_as_a_log_of_that_boot_alone():

@@ -184,14 +184,14 @@ class BlockFold:
         self._general_events(self.parser.feed_many(lines))
 
     def _general_events(self, events: list[E.Event]) -> None:
-        boots = self.fold.boots
+        fold = self.fold
         feed = self._feed_event
         for ev in events:
             if type(ev) is _DECODE and self._runs:
                 self._make_kept()  # the decodes the boot keeps, in log order
-            n = len(boots)
+            n = fold.n_boots
             feed(ev)
-            if len(boots) != n:  # a new boot: the earlier one let its decode lines go
+            if fold.n_boots != n:  # a new boot: the earlier one let its decode lines go
                 self._runs.clear()
                 self._kept = 0
 

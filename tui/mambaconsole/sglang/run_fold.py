@@ -495,12 +495,20 @@ _STARTUP_TYPES = (E.DistributedInit, E.WeightsLoadBegin, E.WeightsLoaded, E.KVCa
 
 
 
+#: boots a fold keeps: the last ones; a crash loop writing into one log starts a boot every few
+#: hundred lines, and only the last boot is read (the count of all of them: ``RunFold.n_boots``)
+KEEP_BOOTS = 8
+
+
 class RunFold:
     """The fold (module doc). ``feed(ev)`` folds one event in; the attributes and methods
     below read the result at any time (the fold stays open for more events)."""
 
     def __init__(self) -> None:
+        #: the last :data:`KEEP_BOOTS` boots, oldest first (``boots[-1]``: the current one)
         self.boots: list[Boot] = [Boot()]
+        #: boots in the log so far, those no longer kept included
+        self.n_boots = 1
         self.loaded_ranks: set[str | None] = set()
         #: every rank tag any boot's lines carried
         self.ranks: set[str] = set()
@@ -522,6 +530,9 @@ class RunFold:
         prev.usage_pairs.clear()
         b = Boot()
         self.boots.append(b)
+        self.n_boots += 1
+        if len(self.boots) > KEEP_BOOTS:
+            del self.boots[0]
         self.loaded_ranks = set()
         return b
 

@@ -47,6 +47,12 @@ class LogSummary:
     findings: list[Finding]
     #: the fold the summary reads (None for a summary built otherwise)
     fold: RunFold | None = None
+    #: server starts in the log; ``boots`` holds the last of them (None: ``len(boots)``)
+    n_boots: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.n_boots is None:
+            self.n_boots = len(self.boots)
 
     @property
     def last(self) -> Boot:
@@ -128,7 +134,8 @@ def summary_of(fold: RunFold, version: str | None = None) -> LogSummary:
     names, for the accept rate's meaning)."""
     version = version or fold.version
     s = LogSummary(boots=fold.boots, ranks=fold.sorted_ranks(), version=version, outcome=fold.outcome,
-                   failure=fold.failure, spec=fold.spec(version), findings=[], fold=fold)
+                   failure=fold.failure, spec=fold.spec(version), findings=[], fold=fold,
+                   n_boots=fold.n_boots)
     s.findings = _findings(s)
     return s
 
@@ -242,6 +249,6 @@ def _findings(s: LogSummary) -> list[Finding]:
         n = len(b.request_errors)
         out.append(Finding("request_error", (f"{n} request errors" if n > 1 else "a request error")
                            + f" while serving, the server went on (last: {what})"))
-    if len(s.boots) > 1:
-        out.append(Finding("several_boots", f"{len(s.boots)} server starts in this log; fields describe the last"))
+    if s.n_boots > 1:
+        out.append(Finding("several_boots", f"{s.n_boots} server starts in this log; fields describe the last"))
     return out
