@@ -127,6 +127,14 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
     return None
 
 
+def _http_client():
+    """A new ``httpx.AsyncClient`` for the server's HTTP polls (5 s timeout); run in a worker
+    thread (see :meth:`Feed._client`)."""
+    import httpx
+
+    return httpx.AsyncClient(timeout=5.0)
+
+
 class Feed:
     """Talks to one node for the console. ``home`` is the node's MAMBACONSOLE_HOME ("" = the
     node's default); ``agent_python`` runs the stdlib agent scripts on the node, while
@@ -399,16 +407,25 @@ class Feed:
                 return int(v)
         return self.settings.port
 
+    async def _client(self):
+        """The feed's ``httpx.AsyncClient``, made on first use in a worker thread: importing
+        httpx and loading the CA bundle into its SSL context take 30-80 ms of CPU, which on the
+        event loop would hold the first drawn frames and keys."""
+        if self._http is None:
+            client = await asyncio.to_thread(_http_client)
+            if self._http is None:
+                self._http = client
+            else:  # another poll made one meanwhile
+                await client.aclose()
+        return self._http
+
     async def _get_body(self, port: int, path: str, limit: int) -> tuple[int, bytes]:
         """(status, body) of GET ``path``, reading at most ``limit`` bytes: ValueError (one
         line) for a longer body, which is not read further."""
-        import httpx
-
         if port not in self._local_port:
             self._local_port[port] = await self.node.forward_port(port)
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=5.0)
-        async with self._http.stream("GET", f"http://127.0.0.1:{self._local_port[port]}{path}") as r:
+        http = await self._client()
+        async with http.stream("GET", f"http://127.0.0.1:{self._local_port[port]}{path}") as r:
             body = bytearray()
             async for chunk in r.aiter_bytes():
                 body += chunk
@@ -421,6 +438,7 @@ class Feed:
         ``error`` (one line) when it did not answer, answered more than SERVER_INFO_BYTES,
         nested deeper than :data:`mambaconsole.bounded.MAX_JSON_DEPTH`, or answered JSON that
         is not an object (a list, a string, a number)."""
+        await self._client()  # imports httpx off the event loop
         import httpx
 
         from mambaconsole.bounded import json_loads
@@ -444,6 +462,7 @@ class Feed:
         METRICS_BYTES is an error, not read. ``run_id``: the run whose server answers; another
         run starts a new TTFT/ITL window (a relaunched server whose counters never rose past
         the previous one's shows no counter reset)."""
+        await self._client()  # imports httpx off the event loop
         import httpx
 
         from mambaconsole.sglang.metrics import COUNTERS, parse_metrics
