@@ -437,23 +437,46 @@ class ConsoleApp(App[int]):
             self._frozen_after_log = True
             gc.freeze()
             release_collector()
-        if not more:
+        reading = self.state.reading_left() is not None
+        if not more and not reading:
             self._draw_when_due(now)
         elif now - self._drawn_at >= LOG_DRAW_S:
-            # behind: the log and the header often, the other panes (a new layout each, as
-            # their text changes height) once a second
-            all_due = now - self._drawn_all_at >= LOG_DRAW_ALL_S
-            every = set(changed) if all_due else changed & {"log", "header"}
-            self._draw(every)
-            changed -= every
-            self._drawn_at = now
-            if all_due:
-                self._drawn_all_at = now
+            self._draw_behind(now, reading)
+        elif not more and changed and self._log_frame_timer is None:
+            # the history's next records are on their way: the header is drawn LOG_DRAW_S
+            # after its last redraw, as while lines wait
+            self._log_frame_timer = self.set_timer(self._drawn_at + LOG_DRAW_S - now, self._reading_due)
         if more:
             # not straight back into the queue: Textual's message loop takes a queued message
             # without a turn of the event loop, so keys (from the driver's thread), the screen's
             # refresh timer and the node's stream would wait for the whole backlog
             asyncio.get_running_loop().call_soon(self.post_message, M.LogPending())
+
+    def _reading_due(self) -> None:
+        """LOG_DRAW_S after the last redraw while the log's history is read and no line waits:
+        draw as :meth:`_log_pending` does (everything, once the history is read)."""
+        self._log_frame_timer = None
+        if self.session.intake.pending or self._closing:
+            return  # _log_pending draws
+        if self.state.reading_left() is None:
+            self._draw_when_due(time.perf_counter())
+            return
+        self._draw_behind(time.perf_counter(), reading=True)
+
+    def _draw_behind(self, now: float, reading: bool) -> None:
+        """Lines wait, or the log's history is being read: the log pane and the header every
+        LOG_DRAW_S, the other panes (a new layout each, as their text changes height) every
+        LOG_DRAW_ALL_S. While the history is read (``reading``) the log pane goes with the
+        other panes (the header says how much is left): a redraw hands the pane at most its
+        kept lines, so a long history's lines are mostly never classified or drawn."""
+        changed = self._log_changed
+        all_due = now - self._drawn_all_at >= LOG_DRAW_ALL_S
+        every = set(changed) if all_due else changed & ({"header"} if reading else {"log", "header"})
+        self._draw(every)
+        changed -= every
+        self._drawn_at = now
+        if all_due:
+            self._drawn_all_at = now
 
     def _resume_fold(self) -> None:
         self._fold_paused = False
