@@ -15,7 +15,7 @@ Stages (``time.time_ns``, one clock with the writer's stamp):
 
 Also: the slowest 1% of lines stage by stage with the garbage collections (gen 1 and 2, or
 over 1 ms) while each was on its way, the collections while timed, and the widgets the
-compositor repainted per frame. Usage: ``python bench/log_latency_stages.py [N]``.
+compositor repainted per frame. Usage: ``python scripts/log_latency_stages.py [N]``.
 """
 
 from __future__ import annotations
