@@ -17,6 +17,7 @@ import pytest
 
 from mambaconsole.agent.runs_agent import current_run
 from mambaconsole.node.agent import first_look
+from fixtures.nodes import CountingNode
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.supervisor import Supervisor
 from mambaconsole.session.feed import Feed
@@ -34,23 +35,6 @@ def _store(home: Path, log: Path, *run_ids: str) -> None:
         (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
         (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": 1000.0 + i,
                                                    "log_path": str(log)}))
-
-
-class CountingNode(LocalNode):
-    """This machine, noting the argv of every command started on it."""
-
-    def __init__(self) -> None:
-        super().__init__("counted")
-        self.started: list[list[str]] = []
-
-    async def run(self, cmd, **kw):
-        self.started.append(list(cmd) if not isinstance(cmd, str) else [cmd])
-        return await super().run(cmd, **kw)
-
-    async def stream_line_batches(self, cmd, **kw):
-        self.started.append(list(cmd))
-        async for lines in super().stream_line_batches(cmd, **kw):
-            yield lines
 
 
 class Folding(Listener):

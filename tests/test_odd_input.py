@@ -154,3 +154,31 @@ def test_the_console_says_the_log_started_over():
     state.run = RunInfo("r1")
     state.apply(LogLines("r1", (LogLine("r1", 0, "after truncate 1"),), reset=True))
     assert state.notice and "truncated" in state.notice and "start" in state.notice
+
+
+async def test_the_http_client_is_made_off_the_event_loop(server, monkeypatch):
+    """The first poll does not hold the event loop: the httpx client (its import and its SSL
+    context, which loads the CA bundle: 50-60 ms of CPU) is made in a worker thread, once."""
+    import httpx
+
+    port, answer = server
+    answer[0] = b'{"tp_size": 1}'
+    made_in = []
+
+    class Recording(httpx.AsyncClient):
+        def __init__(self, *a, **kw):
+            made_in.append(threading.current_thread())
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(httpx, "AsyncClient", Recording)
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(port=port), adopt=False)
+        try:
+            info, m = await feed.server_info(port), await feed.metrics(port)
+            assert info.error is None and info.data == {"tp_size": 1}
+            assert m.error is None and m.values["sglang:num_running_reqs"] == 3
+            assert (await feed.server_info(port)).error is None
+        finally:
+            await feed.close()
+    assert len(made_in) == 1  # one client for every poll
+    assert made_in[0] is not threading.current_thread()

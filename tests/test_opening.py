@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.console import wait_until
 from mambaconsole import opening
-from mambaconsole.node.local import LocalNode
+from fixtures.nodes import CountingNode
 from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import Session
 from mambaconsole.session.settings import HostSettings
@@ -37,23 +37,6 @@ while not (probe.node.started and probe.held()):
     time.sleep(0.01)
 probe.asked_during_import = list(probe.node.started)
 '''
-
-
-class CountingNode(LocalNode):
-    """This machine, noting every command started on it."""
-
-    def __init__(self) -> None:
-        super().__init__("counted")
-        self.started: list[list[str]] = []
-
-    async def run(self, cmd, **kw):
-        self.started.append(list(cmd) if not isinstance(cmd, str) else [cmd])
-        return await super().run(cmd, **kw)
-
-    async def stream_line_batches(self, cmd, **kw):
-        self.started.append(list(cmd))
-        async for lines in super().stream_line_batches(cmd, **kw):
-            yield lines
 
 
 @pytest.fixture
