@@ -182,3 +182,46 @@ async def test_the_http_client_is_made_off_the_event_loop(server, monkeypatch):
             await feed.close()
     assert len(made_in) == 1  # one client for every poll
     assert made_in[0] is not threading.current_thread()
+
+
+FIRST_POLL = r"""
+import asyncio, http.server, sys, threading
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+from mambaconsole.node.local import LocalNode
+from mambaconsole.session.feed import Feed
+from mambaconsole.session.settings import HostSettings
+on_loop = []
+class Noting:  # every module imported for the first time, and on which thread
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is threading.main_thread():
+            on_loop.append(name)
+        return None
+async def main():
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(port=srv.server_port), adopt=False)
+        sys.meta_path.insert(0, Noting())
+        try:
+            info = await feed.server_info(srv.server_port)
+            assert info.error is None, info.error
+        finally:
+            sys.meta_path.pop(0)
+            await feed.close()
+asyncio.run(main())
+print(" ".join(n for n in on_loop if n.split(".")[0] in ("httpx", "httpcore", "anyio", "h11", "ssl", "certifi")))
+"""
+
+
+def test_the_first_poll_imports_nothing_of_the_http_stack_on_the_event_loop():
+    """In a fresh interpreter (nothing imported by earlier tests): the first /server_info poll
+    imports httpx, httpcore and anyio's asyncio backend in the client's worker thread, none of
+    them on the event loop's thread (the first request imported anyio's backend there: ~25 ms)."""
+    out = subprocess.run([sys.executable, "-c", FIRST_POLL], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"imported on the event loop: {out.stdout.strip()}"

@@ -129,10 +129,15 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
 
 def _http_client():
     """A new ``httpx.AsyncClient`` for the server's HTTP polls (5 s timeout); run in a worker
-    thread (see :meth:`Feed._client`)."""
+    thread (see :meth:`Feed._client`). The client's first request imports anyio's asyncio
+    backend (httpcore's transport: about 25 ms); running anyio once here, on this thread's own
+    event loop, imports it off the console's loop."""
+    import anyio
     import httpx
 
-    return httpx.AsyncClient(timeout=5.0)
+    client = httpx.AsyncClient(timeout=5.0)
+    anyio.run(anyio.sleep, 0)
+    return client
 
 
 class Feed:
