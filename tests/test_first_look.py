@@ -21,7 +21,8 @@ from fixtures.nodes import CountingNode
 from mambaconsole.node.local import LocalNode
 from mambaconsole.node.supervisor import Supervisor
 from mambaconsole.session.feed import Feed
-from mambaconsole.session.session import Listener, Session
+from fixtures.listeners import Folding
+from mambaconsole.session.session import Session
 from mambaconsole.session.settings import HostSettings
 
 LINES = [b"[2026-12-01 10:00:%02d] line %d of the run's log\n" % (i % 60, i) for i in range(300)]
@@ -35,14 +36,6 @@ def _store(home: Path, log: Path, *run_ids: str) -> None:
         (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
         (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": 1000.0 + i,
                                                    "log_path": str(log)}))
-
-
-class Folding(Listener):
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def log_waiting(self) -> None:
-        asyncio.get_running_loop().call_soon(self.session.fold_log)
 
 
 async def test_the_runs_and_the_current_runs_log_come_from_one_node_command(tmp_path):

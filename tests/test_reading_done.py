@@ -18,7 +18,8 @@ import pytest
 from mambaconsole.agent import node_agent
 from mambaconsole.node.local import LocalNode
 from mambaconsole.session.feed import Feed
-from mambaconsole.session.session import Listener, Session
+from fixtures.listeners import Folding
+from mambaconsole.session.session import Session
 from mambaconsole.session.settings import HostSettings
 from mambaconsole.ui.header import status_text
 
@@ -39,14 +40,6 @@ def test_a_last_line_longer_than_the_search_counts_as_read(monkeypatch):
     monkeypatch.setattr(node_agent, "LINES_END_SEARCH", 1 << 17)
     data = b"a\n" + b"z" * (1 << 18)
     assert node_agent._lines_end(io.BytesIO(data), len(data)) == len(data)
-
-
-class Folding(Listener):
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def log_waiting(self) -> None:
-        asyncio.get_running_loop().call_soon(self.session.fold_log)
 
 
 async def _until(pred, what: str, timeout: float = 30.0) -> None:
