@@ -143,7 +143,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = _console_parser().parse_args(argv)
         from mambaconsole.ui import hold_collector, release_collector
 
-        hold_collector()  # until the app's mount: start-up builds only what lives as long as it
+        hold_collector()  # until the log's history is read: start-up builds only what lives as long as it
         try:
             opened = None
             try:
