@@ -18,7 +18,8 @@ from mambaconsole.state import LogLine, LogLines, RunInfo, RunsListed
 from mambaconsole.ui import messages as M
 from mambaconsole.ui.app import ConsoleApp
 from mambaconsole.session.feed import Feed
-from mambaconsole.session.intake import LogIntake
+from mambaconsole.session.intake import CHUNK, HISTORY_CHUNK, LogIntake
+from mambaconsole.session.session import Session
 from mambaconsole.session.settings import HostSettings
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,6 +49,45 @@ def test_intake_hands_out_pieces_in_order_with_the_batch_facts_at_their_ends():
     assert [p.opened_size for p in pieces] == [5000, None, None, None]
     assert [p.skipped for p in pieces] == [None, None, (40_000, 90_000), None]
     assert all(p.size == 9000 for p in pieces[:3])
+
+
+def test_history_is_handed_out_in_larger_pieces():
+    intake = LogIntake(chunk=100, backlog=10_000, history_chunk=300)
+    intake.put(LogLines("r1", lines(1000)))
+    sizes = [len(intake.take(history=True).lines), len(intake.take().lines), len(intake.take(True).lines)]
+    assert sizes == [300, 100, 300] and intake.lines == 300
+
+
+async def test_the_session_folds_history_in_history_pieces_then_live_lines_in_small_ones():
+    """While the log's history is read (the state's ``reading_left``), ``fold_log`` takes the
+    intake's history pieces; once it is read, its small ones (keys first under a live flood)."""
+    session = Session(Feed(LocalNode("t"), HostSettings()), poll_s=1.0)
+    st = session.state
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+    st.show_log_of("r1")
+    session._following_run = "r1"
+    history = lines(1500)
+    opened = history[1000].offset  # the file held the first 1000 lines when it was opened
+    applied: list[int] = []
+    apply = st.apply
+
+    def noted(ev):
+        applied.append(len(ev.lines))
+        return apply(ev)
+
+    st.apply = noted
+    session.intake.put(LogLines("r1", history, opened_size=opened, time_shift=0.0, size=opened))
+    session.fold_log()
+    await session.feed.close()
+    # the first piece says the file's opening (a small one: nothing said history yet), then
+    # history pieces while lines the file held are left, then small ones
+    expected, pos = [], 0
+    while pos < 1500:
+        n = min(HISTORY_CHUNK if 0 < pos < 1000 else CHUNK, 1500 - pos)
+        expected.append(n)
+        pos += n
+    assert HISTORY_CHUNK > CHUNK and applied == expected
+    assert st.log_total == 1500 and st.reading_left() is None
 
 
 async def test_intake_stops_the_reader_while_the_backlog_is_full():

@@ -586,12 +586,14 @@ class Session:
         self.poll_runs()
 
     def fold_log(self, until: float | None = None) -> set[str]:
-        """Fold the waiting log lines (:attr:`intake`) into the state, until ``time.perf_counter()``
+        """Fold the waiting log lines (:attr:`intake`) into the state (in the intake's pieces: its
+        larger ones while the log's history is read), until ``time.perf_counter()``
         passes ``until`` (None: all of them; the rest waits for the next call), and end a
         relaunch's follow phase the lines completed; returns the panes that changed."""
         changed: set[str] = set()
-        intake, apply = self.intake, self.state.apply
-        while (ev := intake.take()) is not None:
+        st = self.state
+        intake, apply = self.intake, st.apply
+        while (ev := intake.take(st.reading_left() is not None)) is not None:
             changed |= apply(ev)
             if until is not None and time.perf_counter() > until:
                 break
