@@ -15,7 +15,10 @@ Stages (``time.time_ns``, one clock with the writer's stamp):
 
 Also: the slowest 1% of lines stage by stage with the garbage collections (gen 1 and 2, or
 over 1 ms) while each was on its way, the collections while timed, and the widgets the
-compositor repainted per frame. Usage: ``python scripts/log_latency_stages.py [N]``.
+compositor repainted per frame; the event loop's callbacks over 1 ms (wall and CPU time) on the
+slowest lines' way and summed while timed. Usage: ``python scripts/log_latency_stages.py [N]
+[--profile[=FILE]]`` (``--profile``: a cProfile of the event loop's thread while timed, which
+slows it down: for where the CPU goes, not for the latencies).
 """
 
 from __future__ import annotations
@@ -73,6 +76,85 @@ class Stalls:
                                  f" < {stack[-1].name} ({Path(stack[-1].filename).name})"] += 1
 
 
+class Callbacks:
+    """Every callback the event loop ran (``asyncio.Handle._run``: a task's step, a timer, a
+    protocol's ``data_received``) that took over ``limit_ms`` of wall time: ``(start time_ns,
+    wall ns, the loop thread's CPU ns, what it was)``. A callback whose wall time is far over
+    its CPU time waited for a core (the machine's other processes) or for the GIL."""
+
+    def __init__(self, limit_ms: float = 1.0) -> None:
+        self.limit_ns = int(limit_ms * 1e6)
+        self.slow: list[tuple[int, int, int, str]] = []
+        self._run = asyncio.events.Handle._run
+
+    @staticmethod
+    def what(handle) -> str:
+        cb = handle._callback
+        task = getattr(cb, "__self__", None)
+        if isinstance(task, asyncio.Task):
+            coro = task.get_coro()
+            frame = getattr(coro, "cr_frame", None)
+            owner = frame.f_locals.get("self") if frame is not None else None
+            name = getattr(coro, "__qualname__", repr(coro))
+            if owner is not None:
+                name += f" of {type(owner).__name__}" + (f"#{owner.id}" if getattr(owner, "id", None) else "")
+            return name
+        return getattr(cb, "__qualname__", repr(cb))
+
+    def install(self) -> None:
+        run, limit, slow, what = self._run, self.limit_ns, self.slow, self.what
+
+        def _run(handle):
+            t0, c0 = time.time_ns(), time.thread_time_ns()
+            try:
+                return run(handle)
+            finally:
+                wall = time.time_ns() - t0
+                if wall > limit:
+                    slow.append((t0, wall, time.thread_time_ns() - c0, what(handle)))
+
+        asyncio.events.Handle._run = _run
+
+    def remove(self) -> None:
+        asyncio.events.Handle._run = self._run
+
+
+class Imports:
+    """The modules imported on the event loop's thread once the app runs (imports at first
+    use): ``(start time_ns, ms, name)`` of each outermost import (``importlib._bootstrap.
+    _find_and_load``, which every import statement of a module not yet loaded goes through)."""
+
+    def __init__(self) -> None:
+        import importlib._bootstrap as boot
+
+        self.boot = boot
+        self._load = boot._find_and_load
+        self.seen: list[tuple[int, float, str]] = []
+        self.on = False
+        self.depth = 0
+        self.thread = threading.get_ident()
+
+    def install(self) -> None:
+        load = self._load
+
+        def _find_and_load(name, import_):
+            if not self.on or threading.get_ident() != self.thread:
+                return load(name, import_)
+            self.depth += 1
+            t0 = time.time_ns()
+            try:
+                return load(name, import_)
+            finally:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.seen.append((t0, (time.time_ns() - t0) / 1e6, name))
+
+        self.boot._find_and_load = _find_and_load
+
+    def remove(self) -> None:
+        self.boot._find_and_load = self._load
+
+
 class Timeline:
     """Per stage, a list of ``(time_ns, count)``: when ``count`` lines (counted from the
     start of timing) had passed the stage."""
@@ -81,15 +163,19 @@ class Timeline:
         self.marks: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
         self.widgets: collections.Counter = collections.Counter()
         self.frames = 0
+        self.profile = None  # a cProfile.Profile of the loop thread while timed (--profile)
         self.cpu: list[float | None] = [0.0, None]  # the loop thread's CPU (thread_time) from the warm-up line to END
         self.gcs: list[tuple[int, int, int]] = []  # (start, end time_ns, generation) of each collection
+        self.gc_more: list[tuple[int, int]] = []  # (CPU ns, objects freed) of each collection
         self._gc_at = 0
 
     def on_gc(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._gc_at = time.time_ns()
+            self._gc_cpu = time.thread_time_ns()
         else:
             self.gcs.append((self._gc_at, time.time_ns(), info["generation"]))
+            self.gc_more.append((time.thread_time_ns() - self._gc_cpu, info["collected"]))
 
     def mark(self, stage: str, count: int) -> None:
         self.marks[stage].append((time.time_ns(), count))
@@ -174,26 +260,40 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
         app._display = _display
 
         tl.counts = (counts, st)
+        tl.imports.on = True  # from the first view on
         try:
             while True:
                 item = await drawn.get()
-                if item[1] == "warm-up":  # from here on: the timed lines and their frames
+                if item[1] == "warm-up" and tl.cpu[1] is None:  # from here on: the timed lines and their frames
                     tl.widgets.clear()
                     tl.frames = 0
                     tl.cpu = [time.thread_time(), None]
+                    if tl.profile is not None:
+                        tl.profile.enable()
                 elif item[1] == "END":
                     tl.cpu[1] = time.thread_time()
+                    old = gc.get_objects(2)
+                    tl.heap = (gc.get_freeze_count(), [len(gc.get_objects(g)) for g in range(3)],
+                               collections.Counter(type(o).__name__ for o in old).most_common(8))
+                    del old
+                    if tl.profile is not None:
+                        tl.profile.disable()
                 yield item
         finally:
             app._display = display
 
 
-async def main_async(home, tmp: Path, n: int):
+async def main_async(home, tmp: Path, n: int, profile=None):
     LL.N = n
     con_path = tmp / "console.log"
     con_path.write_text(BOOT)
     run_id, proc = make_run(tmp / "store", con_path)
     tl = Timeline()
+    tl.profile = profile
+    tl.callbacks = Callbacks()
+    tl.callbacks.install()
+    tl.imports = Imports()
+    tl.imports.install()
     gc.callbacks.append(tl.on_gc)
     stalls = tl.stalls = Stalls()
     beat = asyncio.ensure_future(stalls.heartbeat())
@@ -207,6 +307,8 @@ async def main_async(home, tmp: Path, n: int):
         stalls.stop.set()
         await beat
         gc.callbacks.remove(tl.on_gc)
+        tl.callbacks.remove()
+        tl.imports.remove()
         proc.kill()
         proc.wait()
     counts, st = tl.counts
@@ -243,11 +345,38 @@ def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
             f"{(r[b] - r[a]) / 1e6:.1f}" for a, b in zip(STAGES, STAGES[1:]) if r[a] and r[b])
         + "".join(f" [gc{g} {(e - b) / 1e6:.1f} ms]" for b, e, g in tl.gcs
                   if b < r["shown"] and e > r["write"] and (g or e - b > 1e6))
+        + "".join(f"\n    {(b - r['write']) / 1e6:+6.1f} ms: {w / 1e6:5.1f} ms (CPU {c / 1e6:4.1f}) {what}"
+                  for b, w, c, what in tl.callbacks.slow if b < r["shown"] and b + w > r["write"])
         for r in slow if r["shown"]))
     t1 = max(r["shown"] or 0 for r in rows)
     timed = [(b, e, g) for b, e, g in tl.gcs if t0 <= b <= t1]
     print(f"garbage collections while timed: {len(timed)}, gen2 {sum(g == 2 for *_, g in timed)}, "
           f"longest {max(((e - b) / 1e6 for b, e, _ in timed), default=0):.1f} ms")
+    for gen in range(3):
+        mine = [(e - b, c, n) for (b, e, g), (c, n) in zip(tl.gcs, tl.gc_more) if g == gen and t0 <= b <= t1]
+        if mine:
+            print(f"  gen{gen}: {len(mine)} collections, wall {sum(w for w, _, _ in mine) / 1e6:.1f} ms "
+                  f"(longest {max(w for w, _, _ in mine) / 1e6:.1f}), CPU {sum(c for _, c, _ in mine) / 1e6:.1f} ms "
+                  f"(longest {max(c for _, c, _ in mine) / 1e6:.1f}), {sum(n for *_, n in mine)} objects freed")
+    if getattr(tl, "heap", None):
+        frozen, gens, kinds = tl.heap
+        print(f"the collector's heap at the end: {frozen} frozen; generations 0/1/2: {'/'.join(map(str, gens))};"
+              " the oldest's most common: " + ", ".join(f"{k} {n}" for k, n in kinds))
+    by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
+    for b, w, c, what in tl.callbacks.slow:
+        if t0 <= b <= t1:
+            k = by[what]
+            k[0] += 1
+            k[1] += w
+            k[2] += c
+            k[3] = max(k[3], w)
+    limit = tl.callbacks.limit_ns / 1e6
+    print(f"event loop callbacks over {limit:g} ms while timed ({(t1 - t0) / 1e9:.2f} s): count, wall ms, CPU ms, longest ms")
+    for what, (k, w, c, m) in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]:
+        print(f"  {k:5d} {w / 1e6:8.1f} {c / 1e6:8.1f} {m / 1e6:7.1f}  {what}")
+    if tl.imports.seen:
+        print("imported on the event loop's thread after the first view (s from the first timed line's write, ms, module):",
+              ", ".join(f"{(b - t0) / 1e9:+.2f} {ms:.1f} {name}" for b, ms, name in tl.imports.seen if ms >= 0.5))
     if tl.stalls.samples:
         print(f"event loop late by over {tl.stalls.limit_s * 1e3:.0f} ms (whole run, start-up included), "
               "ms sampled in (innermost console frame < innermost frame):")
@@ -257,14 +386,24 @@ def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
 
 
 def main() -> int:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else LL.N
+    args = [a for a in sys.argv[1:] if not a.startswith("--profile")]
+    prof = next((a.partition("=")[2] or "stages.prof" for a in sys.argv[1:] if a.startswith("--profile")), None)
+    n = int(args[0]) if args else LL.N
     tmp = Path(tempfile.mkdtemp(prefix="mc-bench-"))
+    profile = None
+    if prof:
+        import cProfile
+
+        profile = cProfile.Profile()
     with ssh_session() as home:
         os.environ["HOME"] = str(home.home)
         os.environ.pop("SSH_AUTH_SOCK", None)
-        tl, lines, lat = asyncio.run(main_async(home, tmp, n))
+        tl, lines, lat = asyncio.run(main_async(home, tmp, n, profile))
     shutil.rmtree(tmp, ignore_errors=True)
     report(tl, lines, lat)
+    if profile is not None:
+        profile.dump_stats(prof)
+        print(f"profile of the event loop's thread while timed: {prof}")
     return 0
 
 
