@@ -389,3 +389,51 @@ def test_mambaconsole_host_logs_in_once_before_the_first_paint(ssh_home, no_conf
     finally:
         loop.close()
     assert r.out == "on the same connection\n" and opened == [ssh_home.alias], opened
+
+
+FIRST_VIEW = r"""
+import json, sys, threading, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from fixtures.console import console_for, wait_until
+from mambaconsole.node.local import LocalNode
+home = Path(sys.argv[1])
+log = home / "server.log"
+log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] INFO: line {i}\n" for i in range(200)))
+d = home / "runs" / "20261201-100000-first"
+d.mkdir(parents=True)
+(d / "argv.json").write_text(json.dumps(["python3", "-m", "sglang.launch_server", "--model-path", "m", "--port", "1"]))
+(d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": time.time() - 60,
+                                           "log_path": str(log)}))
+on_loop = []
+class Noting:  # every module imported for the first time on the event loop's thread
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is threading.main_thread():
+            on_loop.append(name)
+        return None
+async def main():
+    app = console_for(LocalNode("t"), str(home), agent_python=sys.executable)
+    sys.meta_path.insert(0, Noting())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.session.first_log_shown, what="the first view")
+        await pilot.pause(1.0)  # its first polls (facts, HTTP, the resolution) went out
+    sys.meta_path.pop(0)
+import asyncio
+asyncio.run(main())
+print(" ".join(m for m in ("mambaconsole.resolve", "mambaconsole.sglang.metrics", "prometheus_client", "httpx")
+               if m in on_loop or m not in sys.modules))
+"""
+
+
+def test_what_the_first_views_next_second_needs_is_imported_off_the_event_loop(tmp_path):
+    """In a fresh interpreter: the resolver client and the /metrics parser (prometheus_client),
+    which the polls started after the first view use, and the HTTP client's httpx are imported
+    before it, off the event loop's thread (on it they held the first live lines 18-24 ms each)."""
+    import os
+    import subprocess
+
+    tests = str(Path(__file__).resolve().parent)
+    out = subprocess.run([sys.executable, "-c", FIRST_VIEW, str(tmp_path), tests], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "", f"imported on the event loop (or not at all): {out.stdout.strip()}"

@@ -8,7 +8,8 @@ listing, the log; 0.3-0.5 s, on the node's CPU and the link). One after the othe
 up; :func:`open_host` runs them side by side: the node's command goes out first, on this
 thread's event loop, and the UI is imported meanwhile in a worker thread (the loop waits on
 its sockets, so the import has the interpreter to itself but for the moments an answer comes
-in). The session's answers that come meanwhile are held, in order, for the app
+in); the same thread then imports what the console needs right after its first view
+(:data:`FIRST_USE`). The session's answers that come meanwhile are held, in order, for the app
 (:attr:`Opened.held`: handed to it before anything else, so they are handled in order with
 everything after them, as every answer is).
 
@@ -28,6 +29,15 @@ from mambaconsole.errors import ConsoleError
 
 #: the module imported while the node answers (the console's app and every pane)
 UI_MODULE = "mambaconsole.ui.app"
+#: what the console imports at first use in the first second after its first view (the node's
+#: facts, the server's first HTTP polls and the resolution start then): the resolver client
+#: (``mambaconsole.resolve``, 18-22 ms of CPU on this project's 2-core box), the ``/metrics``
+#: parser with prometheus_client (21-24 ms), the HTTP client's httpx and anyio's asyncio backend
+#: (14 and 20 ms, in a worker thread whose slices of the interpreter the event loop waits for),
+#: the JSON bounds and ``time.strptime``'s module. Imported before the first view
+#: (:func:`preload`), not on the event loop while the first live lines and keys come in.
+FIRST_USE = ("mambaconsole.resolve", "mambaconsole.sglang.metrics", "httpx", "anyio._backends._asyncio",
+             "mambaconsole.bounded", "_strptime")
 
 
 @dataclass
@@ -71,9 +81,14 @@ def open_host(host: str, overrides: dict[str, Any]) -> Opened:
         held: list[Callable[[], None]] = []
         session.dispatch = held.append  # the app takes these over (ConsoleApp(held=...))
 
+        def imports():
+            ui = importlib.import_module(UI_MODULE)
+            preload()
+            return ui
+
         async def meanwhile():
             session.start()
-            return await asyncio.to_thread(importlib.import_module, UI_MODULE)
+            return await asyncio.to_thread(imports)
 
         ui = loop.run_until_complete(meanwhile())
         return Opened(session, loop, ui, held)
@@ -85,6 +100,14 @@ def open_host(host: str, overrides: dict[str, Any]) -> Opened:
         finally:
             close_loop(loop)
         raise
+
+
+def preload() -> None:
+    """Import :data:`FIRST_USE` (where not imported yet): what the console needs right after its
+    first view, imported before it (in :func:`open_host`'s worker thread while the node answers;
+    the app does it while its connection opens)."""
+    for name in FIRST_USE:
+        importlib.import_module(name)
 
 
 def close_loop(loop: asyncio.AbstractEventLoop) -> None:

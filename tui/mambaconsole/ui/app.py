@@ -279,10 +279,13 @@ class ConsoleApp(App[int]):
         """Start the session before the panes are built, and let its connection open first (at
         most :data:`~mambaconsole.session.session.OPEN_WAIT_S`, :meth:`Session.link_opened`): the
         node's first command then runs while compose and mount do (its answers wait in the
-        message queue, handled once mounted, in order with the keys)."""
+        message queue, handled once mounted, in order with the keys). Meanwhile
+        :func:`opening.preload` imports what the console needs right after its first view."""
         if self.start_workers:
             self.session.start()
-            await self.session.link_opened()
+            # what the first view's next second needs, imported meanwhile in a worker thread
+            # (done already when opening.open_host opened the session): frozen with start-up
+            await asyncio.gather(self.session.link_opened(), asyncio.to_thread(opening.preload))
 
     def on_mount(self) -> None:
         titles = {"gpu": "GPU memory [1]", "spec": "Speculative decoding [2]", "args": "ServerArgs [3]", "log": "Log [4]"}
