@@ -578,9 +578,11 @@ class ConsoleApp(App[int]):
 
     def _shown(self) -> None:
         """The last redraw is on screen; what the log changed meanwhile is drawn when the
-        pacer lets it (unless lines still wait: :meth:`_log_pending` draws then)."""
+        pacer lets it (unless lines still wait, or the log's history is still being read:
+        :meth:`_log_pending` and :meth:`_reading_due` draw then)."""
         self._pacer.shown(time.perf_counter())
-        if self._log_changed and not self._closing and not self.session.intake.pending:
+        if self._log_changed and not self._closing and not self.session.intake.pending \
+                and self.state.reading_left() is None:
             self._draw_when_due(time.perf_counter())
         self._draw_others_when_due()
 
