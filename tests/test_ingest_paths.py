@@ -174,6 +174,42 @@ def test_kept_lines_severity_as_each_line_says(name, data, read_often, monkeypat
     assert st.first_error_offset == (errors[0] if errors else None)
 
 
+@pytest.mark.parametrize("name,data", INPUTS, ids=[n for n, _ in INPUTS])
+def test_kept_lines_added_as_lists_are_the_last_lines_whatever_the_sizes_and_reads(name, data):
+    """Lines added to the buffer as lists of any size (longer than it, one line, none), read at
+    random moments (each read, of any kind, makes the waiting lines records): what it holds is
+    always the last ``maxlen`` lines added, each with its own severity, as a deque of them says."""
+    import random
+    from collections import deque
+
+    from mambaconsole.slices.buffers import LineBuffer
+
+    want_all = [(o, t, severity(t), is_poll_access(t)) for o, t, _ in _expected(data, 1 << 20)]
+    for seed in range(8):
+        rng = random.Random(seed)
+        buf, model, i = LineBuffer(maxlen=300), deque(maxlen=300), 0
+        while i < len(want_all):
+            k = rng.choice((0, 1, 2, 7, 128, 298, 299, 300, 301, 512, 1000))
+            part = want_all[i:i + k]
+            buf.add_texts([r[0] for r in part], [r[1] for r in part])
+            model.extend(part)
+            i += k
+            assert len(buf) == len(model) and bool(buf) == bool(model)
+            read = rng.choice(("none",) * 6 + ("tail", "index", "iter", "append"))
+            if read == "tail":
+                n = rng.choice((0, 1, 40, 300))
+                assert buf.tail_raw(n) == (list(model)[-n:] if n else [])
+            elif read == "index" and model:
+                assert tuple(buf[-1]) == model[-1] and buf.raw(0) == model[0]
+            elif read == "iter":
+                assert [tuple(x) for x in buf] == list(model)
+            elif read == "append":
+                buf.append(i, "appended", "info", False)
+                model.append((i, "appended", "info", False))
+        assert [tuple(x) for x in buf] == list(model)
+        assert [tuple(x) for x in reversed(buf)] == list(reversed(model))
+
+
 def test_first_error_is_the_first_line_severity_calls_an_error():
     texts = ["ok", "The server is fired up and ready to roll! (no Error here counts)", "warning: x",
              "ValueError: boom", "RuntimeError: later"]

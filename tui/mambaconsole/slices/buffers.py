@@ -99,42 +99,59 @@ class TupleBuffer:
 class LineBuffer(TupleBuffer):
     """The last ``maxlen`` lines of a log as :class:`ShownLine` (see :class:`TupleBuffer`).
 
-    Lines added as texts (:meth:`add_texts`) get their severity and access flag
-    (:func:`~mambaconsole.sglang.log_lines.classify`, one scan for them all) when first read:
-    while a long log is read, most of its lines leave the buffer before any pane reads them,
-    and those are never classified."""
+    Lines added as texts (:meth:`add_texts`) are kept as the lists they came in (no record
+    per line; the lists that fall wholly out of the last ``maxlen`` lines are let go at once)
+    and become records, with their severity and access flag (:func:`~mambaconsole.sglang.
+    log_lines.classify`, one scan for them all), when the buffer is first read: while a long
+    log is read, most of its lines leave the buffer before any pane reads them, and those are
+    never made records nor classified."""
 
-    __slots__ = ("_unread",)
+    __slots__ = ("_cols", "_ncols")
     _make = ShownLine._make
 
     def __init__(self, lines: Iterable[tuple] = (), maxlen: int | None = None) -> None:
         super().__init__(lines, maxlen)
-        self._unread = 0  # the last records, stored as (offset, text): not classified yet
+        #: lines added as texts and not read yet, after the records of ``_d``: ``(offsets,
+        #: texts)`` lists as :meth:`add_texts` got them (kept, not copied), oldest first
+        self._cols: deque[tuple[list[int], list[str]]] = deque()
+        self._ncols = 0  # lines in _cols
 
     def add_texts(self, offsets: list[int], texts: list[str]) -> None:
-        """Append lines given as parallel lists of byte offsets and texts (only the last
-        ``maxlen`` of them are stored: the others would leave at once)."""
+        """Append lines given as parallel lists of byte offsets and texts (kept as they are
+        until the buffer is read: the caller never changes them afterwards)."""
         n = len(texts)
+        if not n:
+            return
+        cols = self._cols
+        cols.append((offsets, texts))
+        self._ncols += n
         cap = self._d.maxlen
-        if cap is not None and n > cap:
-            offsets, texts, n = offsets[n - cap:], texts[n - cap:], cap
-        self._d.extend(zip(offsets, texts))
-        self._unread = min(self._unread + n, len(self._d))
+        if cap is not None:
+            while self._ncols - len(cols[0][1]) >= cap:  # the oldest lists leave the buffer whole
+                self._ncols -= len(cols.popleft()[1])
 
     def _settle(self) -> None:
-        """Classify the lines added as texts and not read yet (the buffer's last records)."""
-        k = self._unread
-        if not k:
+        """The lines added as texts and not read yet, as records (the last ``maxlen`` of them,
+        classified in one scan)."""
+        if not self._ncols:
             return
-        self._unread = 0
-        d = self._d
-        recs = list(itertools.islice(reversed(d), k))
-        recs.reverse()
-        for _ in range(k):
-            d.pop()
-        texts = [r[1] for r in recs]
+        cols, self._cols = self._cols, deque()
+        k, self._ncols = self._ncols, 0
+        cap = self._d.maxlen
+        offsets = list(itertools.chain.from_iterable(o for o, _ in cols))
+        texts = list(itertools.chain.from_iterable(t for _, t in cols))
+        if cap is not None and k > cap:
+            offsets, texts = offsets[k - cap:], texts[k - cap:]
         sevs, access = classify(texts)
-        d.extend(zip([r[0] for r in recs], texts, sevs, access))
+        self._d.extend(zip(offsets, texts, sevs, access))
+
+    def __len__(self) -> int:
+        n = len(self._d) + self._ncols
+        cap = self._d.maxlen
+        return n if cap is None else min(n, cap)
+
+    def __bool__(self) -> bool:
+        return bool(self._d) or self._ncols > 0
 
     def __iter__(self) -> Iterator[Any]:
         self._settle()
@@ -161,12 +178,16 @@ class LineBuffer(TupleBuffer):
         super().extend(records)
 
     def clear(self) -> None:
-        self._unread = 0
+        self._cols.clear()
+        self._ncols = 0
         super().clear()
 
     def tail_raw(self, n: int) -> list[tuple]:
         self._settle()
         return super().tail_raw(n)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} records, maxlen={self._d.maxlen})"
 
 
 class SpecBuffer(TupleBuffer):
