@@ -43,6 +43,9 @@ from fixtures.sshd import ssh_session  # noqa: E402
 
 from console_rig import BOOT, console, make_run  # noqa: E402
 
+#: the widgets of a frame that draws only the log pane's new lines (its view and status line)
+LOG_ONLY = {"LogView#log-view", "Static#log-status", "ScrollBar"}
+
 STAGES = ("write", "put", "pending", "folded", "drawn", "render0", "render1", "shown")
 
 
@@ -163,6 +166,7 @@ class Timeline:
         self.marks: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
         self.widgets: collections.Counter = collections.Counter()
         self.frames = 0
+        self.renders: list[tuple[str, int, int]] = []  # (kind, wall ns, CPU ns) of each compositor render
         self.profile = None  # a cProfile.Profile of the loop thread while timed (--profile)
         self.cpu: list[float | None] = [0.0, None]  # the loop thread's CPU (thread_time) from the warm-up line to END
         self.gcs: list[tuple[int, int, int]] = []  # (start, end time_ns, generation) of each collection
@@ -217,8 +221,8 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
         pane = app.log_pane
         rf = pane.refresh_from
 
-        def _refresh_from(state):
-            r = rf(state)
+        def _refresh_from(state, **kw):
+            r = rf(state, **kw)
             tl.mark("drawn", pane._seen_total)
             return r
 
@@ -227,16 +231,25 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
         ru, uw = comp.render_update, comp.update_widgets
         seen_at_render = [0]
 
+        updated: set[str] = set()
+
         def _update_widgets(widgets):
             for w in widgets:
-                tl.widgets[type(w).__name__ + ("#" + w.id if w.id else "")] += 1
+                name = type(w).__name__ + ("#" + w.id if w.id else "")
+                tl.widgets[name] += 1
+                updated.add(name)
             return uw(widgets)
 
         def _render_update(*a, **k):
             seen_at_render[0] = pane._seen_total
             tl.mark("render0", seen_at_render[0])
+            c0 = time.thread_time_ns()
             r = ru(*a, **k)
             tl.mark("render1", seen_at_render[0])
+            kind = "log pane only" if updated <= LOG_ONLY else "with other panes"
+            tl.renders.append((kind, tl.marks["render1"][-1][0] - tl.marks["render0"][-1][0],
+                               time.thread_time_ns() - c0))
+            updated.clear()
             tl.frames += 1
             return r
 
@@ -266,6 +279,7 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
                 item = await drawn.get()
                 if item[1] == "warm-up" and tl.cpu[1] is None:  # from here on: the timed lines and their frames
                     tl.widgets.clear()
+                    tl.renders.clear()
                     tl.frames = 0
                     tl.cpu = [time.thread_time(), None]
                     if tl.profile is not None:
@@ -382,6 +396,12 @@ def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
               "ms sampled in (innermost console frame < innermost frame):")
         for where, n in tl.stalls.samples.most_common(8):
             print(f"  {n:5d}  {where}")
+    for kind in ("log pane only", "with other panes"):
+        mine = [(w / 1e6, c / 1e6) for k, w, c in tl.renders if k == kind]
+        if mine:
+            walls, cpus = [w for w, _ in mine], [c for _, c in mine]
+            print(f"compositor renders, {kind}: {len(mine)}, wall p50 {LL.pct(walls, 50):.2f} p90 {LL.pct(walls, 90):.2f} "
+                  f"max {max(walls):.2f} ms, CPU p50 {LL.pct(cpus, 50):.2f} p90 {LL.pct(cpus, 90):.2f} max {max(cpus):.2f} ms")
     print("widgets updated per frame:", ", ".join(f"{k} {v / max(1, tl.frames):.2f}" for k, v in tl.widgets.most_common()))
 
 
