@@ -163,10 +163,10 @@ async def _fed_in_batches(app, pilot, n_batches: int, per: int, gap_s: float) ->
     draws: list[tuple[float, float]] = []
     refresh = app.log_pane.refresh_from
 
-    def counted(state):
+    def counted(state, **kw):
         if not draws or app._pacer.started != draws[-1][0]:
             draws.append((app._pacer.started, app._pacer.cost))
-        refresh(state)
+        refresh(state, **kw)
 
     app.log_pane.refresh_from = counted
     off = 0
@@ -229,8 +229,8 @@ async def test_lines_are_drawn_in_the_turn_that_folds_them_while_redraws_are_che
         seen: list[int] = []
         refresh = app.log_pane.refresh_from
 
-        def drawn(state):
-            refresh(state)
+        def drawn(state, **kw):
+            refresh(state, **kw)
             seen.append(app.log_pane._seen_total)
 
         app.log_pane.refresh_from = drawn
@@ -389,8 +389,8 @@ async def test_a_line_is_drawn_in_the_log_pane_first_and_the_other_panes_follow_
         log_drawn: list[tuple[int, float, str]] = []  # (lines the log pane took, when, the spec pane's text then)
         log_refresh = app.log_pane.refresh_from
 
-        def log_noted(state):
-            log_refresh(state)
+        def log_noted(state, **kw):
+            log_refresh(state, **kw)
             log_drawn.append((app.log_pane._seen_total, time.perf_counter(), str(stats.render())))
 
         app.log_pane.refresh_from = log_noted
@@ -430,3 +430,50 @@ async def _first_view(app, pilot) -> bool:
         if app.session.first_log_shown:
             return True
     return False
+
+
+async def test_the_log_panes_status_row_follows_its_lines_with_the_other_panes(monkeypatch):
+    """The status row's line count changes with every line: a frame that draws a new line in the
+    log pane leaves it (and its repaint: ~0.4 ms of a 2.6 ms render) to the other panes' next
+    redraw, LOG_OTHERS_S (here 0.3 s) after their last; a frame without new lines (a key) draws it
+    at once. Counts: the lines fed here."""
+    import mambaconsole.ui.app as app_mod
+
+    monkeypatch.setattr(app_mod, "LOG_OTHERS_S", 0.3, raising=False)
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        status = app.query_one("#log-status")
+        drawn: list[tuple[int, str]] = []  # (lines the log pane took, its status row then)
+        refresh = app.log_pane.refresh_from
+
+        def noted(state, **kw):
+            refresh(state, **kw)
+            drawn.append((app.log_pane._seen_total, str(status.render())))
+
+        app.log_pane.refresh_from = noted
+        off = 0
+        for k in range(3):
+            t = _decode(2.0 + k / 10)
+            app.session.intake.put(LogLines("r1", (LogLine("r1", off, t, len(t)),)))
+            off += len(t) + 1
+            app.post_message(M.LogPending())
+            for _ in range(500):
+                await asyncio.sleep(0.001)
+                if app.log_pane._seen_total == k + 1:
+                    break
+            assert app.log_pane._seen_total == k + 1
+            if k == 0:  # the first view: every pane, the status row too
+                assert "1 lines" in drawn[-1][1] or "1 ln" in drawn[-1][1]
+                assert await _first_view(app, pilot)
+                continue
+            # the line is in the view; the status row still counts the lines before it
+            then = next(text for n, text in drawn if n == k + 1)
+            assert f" {k} l" in then and f" {k + 1} l" not in then
+            for _ in range(100):
+                await pilot.pause(0.01)
+                if f" {k + 1} l" in str(status.render()):
+                    break
+            assert f" {k + 1} l" in str(status.render())  # within its bound

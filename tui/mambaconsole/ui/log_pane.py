@@ -168,10 +168,14 @@ class LogPane(Vertical):
             return True
         return bool(self._filter.search(line.text)) != self._invert
 
-    def refresh_from(self, state: ConsoleState) -> None:
+    def refresh_from(self, state: ConsoleState, *, status: bool = True) -> None:
+        """Take the state's new log lines (or its other log: the view rebuilt) and redraw the
+        title and status row; ``status=False``: not the title and status row (their counts;
+        :meth:`refresh_status` draws them), unless the view was rebuilt."""
         self._state = state
         self.view.restyle(colors=self._colors())
         if state.log_generation != self._generation or state.log_run_id != self._run_id:
+            status = True
             self._rebuild(state)
             # another run's log (or the same log read anew): what the status said about the
             # lines shown before ("first error", "'x' not found", match 3/7) is void; the
@@ -202,6 +206,12 @@ class LogPane(Vertical):
                         q = self.search_text.lower()
                         n, total = self._match_info
                         self._match_info = (n, total + sum(1 for ln in new if q in ln[1].lower()))
+        if status:
+            self._update_title(state)
+
+    def refresh_status(self, state: ConsoleState) -> None:
+        """Redraw the title and status row only (what ``refresh_from(status=False)`` left)."""
+        self._state = state
         self._update_title(state)
 
     def _rebuild(self, state: ConsoleState, follow: bool = True) -> None:
