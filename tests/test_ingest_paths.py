@@ -76,6 +76,8 @@ def test_log_batch_offsets_texts_and_lengths_are_the_bytes(name, data, max_line,
         batch.extend(log_batch(r))
     want = _expected(data, max_line)
     assert list(zip(batch.offsets, batch.texts, batch.nbytes)) == want
+    # the records' lines follow each other in the file, and the batch says so
+    assert batch.consecutive and all(o + nb + 1 == nxt for (o, _, nb), (nxt, _, _) in zip(want, want[1:]))
     # the objects made on access say the same, and give back the exact bytes of each line
     lines = data.split(b"\n")
     for i, ln in enumerate(batch):
@@ -138,6 +140,38 @@ def test_cut_by_offset_agrees_with_line_by_line(name, data, monkeypatch):
                         out.append(lg._new_lines(ev, True))
                 got.append((out, lg.log_offset, lg._understood))
             assert got[0] == got[1], (seen, understood)
+
+
+LONG = [(n, d) for n, d in INPUTS if d.count(b"\n") > 20]
+
+
+@pytest.mark.parametrize("name,data", LONG, ids=[n for n, _ in LONG])
+def test_a_batch_extended_with_lines_that_do_not_follow_is_not_consecutive(name, data, monkeypatch):
+    """A batch says its lines are consecutive only while they are: extended with the lines that
+    follow it, it still is; with earlier lines, a gap or lines of a file read again, it is not,
+    and the log slice then reads it line by line (what the cut by offset would get wrong)."""
+    batch = LineBatch()
+    for r in _records(data, monkeypatch):
+        batch.extend(log_batch(r))
+    n = len(batch)
+    assert n > 20
+    joined = batch[:10]
+    joined.extend(batch[10:20])
+    assert joined.consecutive
+    for a, b in (((10, 20), (0, 10)), ((0, 5), (7, 12)), ((0, 10), (0, 10))):
+        odd = batch[a[0]:a[1]]
+        odd.extend(batch[b[0]:b[1]])
+        assert not odd.consecutive, (a, b)
+        got = []
+        for each in (False, True):
+            lg = _state().slices.log
+            if each:
+                o, t, nb = LogLines("r1", odd).columns()
+                got.append((lg._new_lines_each(o, t, nb, True), lg.log_offset))
+            else:
+                got.append((lg._new_lines(LogLines("r1", odd), True), lg.log_offset))
+        assert got[0] == got[1], (a, b)
+    assert not LineBatch(list(batch.offsets), list(batch.texts), list(batch.nbytes)).consecutive  # not said: checked
 
 
 def test_lines_not_consecutive_are_read_one_by_one():

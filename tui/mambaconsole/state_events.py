@@ -50,6 +50,11 @@ class LogLines:
     skipped: tuple[int, int] | None = None
     earlier: tuple[int, int] | None = None
 
+    def consecutive(self) -> bool:
+        """The lines follow each other in the file (a :class:`~mambaconsole.node.agent.LineBatch`
+        that says so): each starts just past the previous one's newline."""
+        return getattr(self.lines, "consecutive", False) is True
+
     def columns(self) -> tuple[list[int], list[str], list[int]]:
         """``(offsets, texts, nbytes)``: each line's byte offset, text and length in bytes
         without its newline (a ``LogLine`` without ``nbytes``: its text's UTF-8 length), as

@@ -260,16 +260,22 @@ class LineBatch:
     :attr:`LogLine.raw` gives back the exact bytes of a line holding invalid UTF-8) and
     ``truncated`` (indexes of lines longer than the agent's ``--max-line``).
 
+    ``consecutive``: each line starts just past the previous one's newline (``offsets[i + 1] ==
+    offsets[i] + nbytes[i] + 1``), as in the file: true of :func:`log_batch`'s batches, of
+    their slices, and of a batch extended with the lines that follow it; a reader may then
+    cut the batch by offset without checking each line (``LogSlice._new_lines``).
+
     A sequence of :class:`LogLine` (``batch[i]``, iteration: made on access). A slice is a
     LineBatch that shares the lists (the console's intake hands a long batch out in pieces: a
     copy of the rest at each piece would cost the square of its length); its ``offsets``,
     ``texts`` and ``nbytes`` are copies of its part (the whole batch's: the lists themselves)."""
 
-    __slots__ = ("_offsets", "_texts", "_nbytes", "_escaped", "_truncated", "_lo", "_hi")
+    __slots__ = ("_offsets", "_texts", "_nbytes", "_escaped", "_truncated", "_lo", "_hi", "consecutive")
 
     def __init__(self, offsets: list[int] | None = None, texts: list[str] | None = None,
                  nbytes: list[int] | None = None, escaped: dict[int, str] | None = None,
-                 truncated: frozenset[int] | set[int] = frozenset()) -> None:
+                 truncated: frozenset[int] | set[int] = frozenset(), consecutive: bool = False) -> None:
+        self.consecutive = consecutive or not offsets
         self._offsets: list[int] = offsets if offsets is not None else []
         self._texts: list[str] = texts if texts is not None else []
         self._nbytes: list[int] = nbytes if nbytes is not None else []
@@ -318,6 +324,7 @@ class LineBatch:
             part._offsets, part._texts, part._nbytes = self._offsets, self._texts, self._nbytes
             part._escaped, part._truncated = self._escaped, self._truncated
             part._lo, part._hi = self._lo + start, self._lo + max(start, stop)
+            part.consecutive = self.consecutive
             return part
         return self._line(range(len(self))[i])
 
@@ -334,6 +341,12 @@ class LineBatch:
             self._offsets, self._texts, self._nbytes = self.offsets, self.texts, self.nbytes
             self._lo, self._hi = 0, len(self._offsets)
         n = self._hi
+        if len(other):
+            if n:  # the lines that follow: consecutive if both are and other starts past the newline
+                self.consecutive = self.consecutive and other.consecutive and \
+                    other._offsets[other._lo] == self._offsets[n - 1] + self._nbytes[n - 1] + 1
+            else:
+                self.consecutive = other.consecutive
         if other._escaped:
             self._escaped = {**self._escaped, **{k + n: v for k, v in other.escaped.items()}}
         if other._truncated:
@@ -367,7 +380,8 @@ def log_batch(rec: dict) -> LineBatch:
             escaped[i] = t
     if truncated and rec.get("length") is not None:
         nbytes[0] = int(rec["length"])
-    return LineBatch(_offsets(int(rec["offset"]), nbytes), texts, nbytes, escaped, {0} if truncated else ())
+    return LineBatch(_offsets(int(rec["offset"]), nbytes), texts, nbytes, escaped, {0} if truncated else (),
+                     consecutive=True)
 
 
 def _offsets(off: int, nbytes: list[int]) -> list[int]:

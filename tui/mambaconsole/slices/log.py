@@ -146,22 +146,25 @@ class LogSlice:
         :attr:`log_offset` past them: a line starting before it was seen (a reconnect resumes
         from an offset; never repeat a line); ``to_understand``: the texts of the current run's
         lines SGLang knowledge has not folded in yet (each byte once, whatever log the pane
-        re-reads), moving ``_understood`` past them. Consecutive lines (what the tail gives)
-        are cut where those offsets fall (:func:`bisect.bisect_left`); other batches are read
-        line by line (:meth:`_new_lines_each`), with the same result on consecutive lines."""
+        re-reads), moving ``_understood`` past them. Consecutive lines (what the tail gives: a
+        batch that says so, :meth:`LogLines.consecutive`, or whose offsets show it) are cut
+        where those offsets fall (:func:`bisect.bisect_left`); other batches are read line by
+        line (:meth:`_new_lines_each`), with the same result on consecutive lines."""
         offsets, texts, nbytes = ev.columns()
         n = len(offsets)
         if not n:
             return [], [], []
-        ends = list(map(add, offsets, nbytes))  # each line's newline
-        if offsets[1:] != list(map(add, ends[:-1], repeat(1, n - 1))):
-            return self._new_lines_each(offsets, texts, nbytes, following_current)
+        if not ev.consecutive():
+            ends = list(map(add, offsets, nbytes))  # each line's newline
+            if offsets[1:] != list(map(add, ends[:-1], repeat(1, n - 1))):
+                return self._new_lines_each(offsets, texts, nbytes, following_current)
+        end = offsets[-1] + nbytes[-1] + 1  # past the last line's newline
         if self.log_offset > offsets[0]:
             i = bisect_left(offsets, self.log_offset)
-            offsets, texts, ends = offsets[i:], texts[i:], ends[i:]
+            offsets, texts = offsets[i:], texts[i:]
             if not offsets:
                 return [], [], []
-        self.log_offset = ends[-1] + 1
+        self.log_offset = end
         understand: list[str] = []
         if following_current:
             u = bisect_left(offsets, self._understood) if self._understood > offsets[0] else 0
