@@ -10,9 +10,9 @@ Usage::
     fold = folder.close()         # the RunFold, as fold_lines(lines) leaves it
 
 The console reads a run's history through one bound to its own parser and fold
-(``BlockFold(parser, fold, on_event=..., on_run=...)``: the general path's events go to
-``on_event`` to be folded and shown, each run read in bulk to ``on_run`` as a
-:class:`DecodeRun`; :meth:`BlockFold.settle` before the fold's decodes are read or its line path
+(``BlockFold(parser, fold, on_events=..., on_run=...)``: the general path's events go to
+``on_events``, a parser call's at a time, to be folded and shown, each run read in bulk to
+``on_run`` as a :class:`DecodeRun`; :meth:`BlockFold.settle` before the fold's decodes are read or its line path
 feeds the fold).
 
 How: most lines of a long log are *simple* (:func:`~mambaconsole.sglang.events.
@@ -80,14 +80,14 @@ class BlockFold:
     blocks of text (module doc)."""
 
     def __init__(self, parser: E.LogParser | None = None, fold: RunFold | None = None, *,
-                 on_event: Callable[[E.Event], None] | None = None,
+                 on_events: Callable[[list[E.Event]], None] | None = None,
                  on_run: Callable[[Boot, DecodeRun], None] | None = None) -> None:
         #: the parser and the fold it feeds (given: a live console's, which its line path feeds too)
         self.parser = parser if parser is not None else E.LogParser()
         self.fold = fold if fold is not None else RunFold()
-        #: folds one event of the general path (default the fold's ``feed``; a console's fold
-        #: slice also shows it)
-        self._feed_event = on_event if on_event is not None else self.fold.feed
+        #: folds the events of the general path, a parser call's at a time, in log order
+        #: (default the fold's ``feed`` of each; a console's fold slice also shows them)
+        self._feed_events = on_events if on_events is not None else self._fold_all
         #: called with the boot and each run read in bulk once the fold took it (its decode
         #: lines' numbers for those that show them without events: the console's panes)
         self._on_run = on_run
@@ -97,11 +97,20 @@ class BlockFold:
         self._runs: deque[tuple[str, int, int, int, int]] = deque()
         self._kept = 0  # decode lines in _runs
         self._patterns: dict[tuple[frozenset, bool], re.Pattern] = {}
+        #: the simple-run pattern in use and what it was made for: the boot, its rank tags'
+        #: count (a boot's tags only grow), its http_served
+        self._pattern: re.Pattern | None = None
+        self._pattern_of: tuple[Boot | None, int, bool] = (None, -1, False)
         #: the current block lower-cased when it names "sglang" somewhere, "" when it does not,
         #: None when not known (non-ASCII: each run is looked at)
         self._named: str | None = None
         #: lines read in bulk (not through the parser), for the tests and benchmarks
         self.bulk_lines = 0
+
+    def _fold_all(self, events: list[E.Event]) -> None:
+        feed = self.fold.feed
+        for ev in events:
+            feed(ev)
 
     # ------------------------------------------------------------------ input
 
@@ -124,22 +133,33 @@ class BlockFold:
         if sum(held.values()) > PINNED_CHARS:
             self._make_kept()
 
+    def _run_pattern(self) -> re.Pattern:
+        """The simple-run pattern of the current boot (its rank tags, whether it served over
+        HTTP), made once per distinct pair."""
+        b = self.fold.boots[-1]
+        key = (frozenset(b.rank_tags), b.http_served)
+        run = self._patterns.get(key)
+        if run is None:
+            run = self._patterns[key] = E.simple_run_pattern(*key)
+        self._pattern, self._pattern_of = run, (b, len(b.rank_tags), b.http_served)
+        return run
+
     def _scan(self, text: str, pos: int, named: str | None) -> None:
         """The lines of ``text`` from ``pos`` (just after a "\\n") to its end; ``named``: the text
         lower-cased when it names "sglang" (any case), "" when it does not, None: not known."""
         self._named = named
         end = len(text)
         boots = self.fold.boots
-        patterns = self._patterns
+        run = self._pattern
+        lines: list[str] = []  # lines for the general path, in log order, not yet read
         while pos < end:
             b = boots[-1]
-            key = (frozenset(b.rank_tags), b.http_served)
-            run = patterns.get(key)
-            if run is None:
-                run = patterns[key] = E.simple_run_pattern(*key)
-            e = run.match(text, pos).end()
+            pb, pn, ps = self._pattern_of
+            if b is not pb or len(b.rank_tags) != pn or b.http_served is not ps:
+                run = self._run_pattern()
+            # (after a run's last line that a bare line may continue: the general path from here)
+            e = pos if lines else run.match(text, pos).end()
             if e == pos:  # not a simple line: it and the next ones that are not, the general path
-                lines = []
                 while True:
                     nl = text.find("\n", pos)
                     if nl < 0:
@@ -158,18 +178,21 @@ class BlockFold:
                     if e > pos:
                         break
                 self._general(lines)
+                lines = []
                 b = boots[-1]
-                if e == pos or (frozenset(b.rank_tags), b.http_served) != key:
+                if e == pos or b is not pb or len(b.rank_tags) != pn or b.http_served is not ps:
                     continue  # what the parser read changed the pattern (a rank tag, a boot): again
             last = text.rfind("\n", pos - 1, e - 1) + 1  # the run's last line
             tail = text[last:e - 1]
             if E.simple_complete(tail):
                 self._run(text, pos, e)
-            else:  # a bare line after it may continue it
+            else:  # a bare line after it may continue it: the general path, with the lines after it
                 if last > pos:
                     self._run(text, pos, last)
-                self._general([tail])
+                lines.append(tail)
             pos = e
+        if lines:
+            self._general(lines)
         self._named = None  # (its memory free for the next block's)
 
     def close(self) -> RunFold:
@@ -184,16 +207,19 @@ class BlockFold:
         self._general_events(self.parser.feed_many(lines))
 
     def _general_events(self, events: list[E.Event]) -> None:
+        """Events of the general path (log order), folded at once: the boot's kept decode
+        lines first when one is a decode line (they come before it); a new boot among them
+        lets the earlier boot's go (it clears that boot's decodes)."""
+        if not events:
+            return
+        if self._runs and _DECODE in map(type, events):
+            self._make_kept()  # the decodes the boot keeps, in log order
         fold = self.fold
-        feed = self._feed_event
-        for ev in events:
-            if type(ev) is _DECODE and self._runs:
-                self._make_kept()  # the decodes the boot keeps, in log order
-            n = fold.n_boots
-            feed(ev)
-            if fold.n_boots != n:  # a new boot: the earlier one let its decode lines go
-                self._runs.clear()
-                self._kept = 0
+        n = fold.n_boots
+        self._feed_events(events)
+        if fold.n_boots != n:  # a new boot: the earlier one let its decode lines go
+            self._runs.clear()
+            self._kept = 0
 
     def _run(self, text: str, s: int, e: int) -> None:
         """The simple lines ``text[s:e]``; a plain-text one only where a simple line follows."""
@@ -213,32 +239,30 @@ class BlockFold:
         fold.n_sglang += k  # every simple line is enveloped
         b.n_events += k
         rows = _NUMBERS.findall(text, s - 1, e)
+        accepts = None
         if rows:
-            self._decodes(b, text, s, e, line0, rows)
-        if (not b.served or b.pending_error is not None or b.failure is not None) \
-                and (rows or _PREFILL_LINE.search(text, s - 1, e)):
+            if any(map(_OTHER_SHAPE, rows)):  # a line of another shape: each line as an event, in order
+                self._make_kept()
+                for ev in decode_events(text, s, e, line0):
+                    RunFold._decode(b, ev)
+            else:
+                accepts = decode_rows(b, rows)
+                runs = self._runs
+                runs.append((text, s, e, line0, len(rows)))
+                self._kept += len(rows)
+                while self._kept - runs[0][4] >= DECODES_KEEP:  # a run whose decodes are all pushed out
+                    self._kept -= runs.popleft()[4]
+            if b.pending_error is not None or b.failure is not None:
+                served(b)
+            b.served = True
+        elif (not b.served or b.pending_error is not None or b.failure is not None) \
+                and _PREFILL_LINE.search(text, s - 1, e):
             served(b)
             b.served = True
         if not b.http_answered and _ACCESS_LINE.search(text, s - 1, e) is not None:
             b.http_answered = True  # (a serving path's line is not simple while none served)
         if self._on_run is not None:
-            self._on_run(b, DecodeRun(text, s, e, line0, rows))
-
-    def _decodes(self, b: Boot, text: str, s: int, e: int, line0: int, rows: list[tuple]) -> None:
-        """The decode lines of a run (``rows``: their :data:`~.events.DECODE_NUMBERS` groups):
-        their numbers (:func:`~.run_fold.decode_rows`); their events only for those the
-        boot keeps (:meth:`_make_kept`)."""
-        if any(map(_OTHER_SHAPE, rows)):  # a line of another shape: each line as an event, in order
-            self._make_kept()
-            for ev in decode_events(text, s, e, line0):
-                RunFold._decode(b, ev)
-            return
-        decode_rows(b, rows)
-        runs = self._runs
-        runs.append((text, s, e, line0, len(rows)))
-        self._kept += len(rows)
-        while self._kept - runs[0][4] >= DECODES_KEEP:  # a run whose decodes are all pushed out
-            self._kept -= runs.popleft()[4]
+            self._on_run(b, DecodeRun(text, s, e, line0, rows, accepts))
 
     @property
     def pending(self) -> bool:
@@ -289,13 +313,15 @@ class DecodeRun(NamedTuple):
     """A run of simple lines the block fold read in bulk: ``text[s:e]`` (whole lines; ``line0``
     the first one's line number), ``rows`` its decode lines' numbers in log order
     (:data:`~mambaconsole.sglang.events.DECODE_NUMBERS` groups, ``""`` when absent; group 6
-    the text of a line of another shape)."""
+    the text of a line of another shape); ``accepts`` the accept lengths they print, in log
+    order (None when a line has another shape: read its events)."""
 
     text: str
     s: int
     e: int
     line0: int
     rows: list[tuple[str, ...]]
+    accepts: list[float] | None = None
 
     def events(self, skip: int = 0) -> list[E.Event]:
         """Its decode lines as events (:func:`decode_events`), the first ``skip`` left out."""

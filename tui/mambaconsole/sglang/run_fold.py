@@ -441,12 +441,13 @@ def decode_numbers(b: Boot, running: int | None, mamba_num: int | None, mamba_us
         b.usage_pairs.add((mamba_num, mamba_usage))
 
 
-def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> None:
+def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> list[float]:
     """:func:`decode_numbers` of many decode lines at once, in log order (the block fold): each
     row the text of ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept
     rate`` (``""`` when absent; plain decimal numbers,
-    :data:`~mambaconsole.sglang.events.DECODE_NUMBERS`). The same result, line for line."""
-    running, nums, usages, lens, rates = list(zip(*rows))[:5]
+    :data:`~mambaconsole.sglang.events.DECODE_NUMBERS`). The same result, line for line.
+    Returns the accept lengths printed, in log order."""
+    running, nums, usages, lens, rates, _ = zip(*rows)
     spec = b.spec
     spec.seen_decode = True
     values = list(map(float, filter(None, lens)))
@@ -460,7 +461,7 @@ def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> Non
     if b.peak_running is None or top > b.peak_running:
         b.peak_running = top
     pairs = b.usage_pairs
-    if len(pairs) < USAGE_PAIRS_KEEP:  # with mamba num (not 0) and mamba usage, printed together
+    if len(pairs) < USAGE_PAIRS_KEEP and any(nums):  # with mamba num and mamba usage, printed together
         new = list(filter(itemgetter(0), zip(map(int, filter(None, nums)), map(float, filter(None, usages)))))
         if len(pairs) + len(new) <= USAGE_PAIRS_KEEP:
             pairs.update(new)
@@ -468,6 +469,7 @@ def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> Non
             for p in new:
                 if len(pairs) < USAGE_PAIRS_KEEP:
                     pairs.add(p)
+    return values
 
 
 def answered(b: Boot, ev: E.HttpAccess) -> None:

@@ -132,7 +132,7 @@ class FoldSlice:
         The same state as line by line (``tests/test_bulk_state.py``)."""
         folder = self._block
         if folder is None:
-            folder = self._block = BlockFold(self._parser, self._fold, on_event=self._bulk_event,
+            folder = self._block = BlockFold(self._parser, self._fold, on_events=self._bulk_events,
                                              on_run=self._bulk_run)
         b = self._fold.last
         before = (id(b), b.failure, len(b.request_errors), b.serving, b.pending_error)
@@ -150,9 +150,9 @@ class FoldSlice:
             changed |= _CLAIMS
         return changed
 
-    def _bulk_event(self, e: Any) -> None:
-        """An event of the block fold's general path: as the line path folds and shows it."""
-        shown = self._fold_each([e])
+    def _bulk_events(self, events: list[Any]) -> None:
+        """Events of the block fold's general path: as the line path folds and shows them."""
+        shown = self._fold_each(events)
         if shown:
             self._bulk_changed |= shown
 

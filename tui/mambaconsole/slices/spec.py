@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from functools import reduce
-from operator import add, itemgetter
+from operator import add
 from typing import TYPE_CHECKING, Any
 
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
@@ -34,9 +34,6 @@ COLLAPSE_RUN = COLLAPSE_BATCHES
 #: runs read in bulk kept at most before their lines become events (bounds the text they pin
 #: when the points need an old run: speculative lines, then none)
 PENDING_RUNS = 512
-#: a decode line's numbers (sglang.events.DECODE_NUMBERS): accept len, the text of another shape
-_ACCEPT_LEN = itemgetter(3)
-_OTHER_SHAPE = itemgetter(5)
 
 
 class SpecSlice:
@@ -141,7 +138,8 @@ class SpecSlice:
         rows = run.rows
         if not rows:
             return set()
-        if any(map(_OTHER_SHAPE, rows)):  # a line of another shape: its numbers from its event
+        values = run.accepts
+        if values is None:  # a line of another shape: its numbers from its event
             for e in run.events():
                 if self._pending:
                     self._settle()
@@ -150,7 +148,6 @@ class SpecSlice:
                 self._kept(e, self._when(e, dating), alen, True)
             return {"spec"}
         # SGLang's segments: "accept len" is printed (group 4) exactly when speculation is on
-        values = list(map(float, filter(None, map(_ACCEPT_LEN, rows))))
         self.enabled = bool(rows[-1][3])
         if values:
             self.accept_sum = reduce(add, values, self.accept_sum)  # in log order, as line by line
