@@ -3,9 +3,10 @@ run fold exactly as the general path does (every line through ``LogParser`` into
 :func:`~mambaconsole.sglang.inspect.fold_lines`): on every real log of the test data and the
 case banks, and on generated mixes (``bench/console_rig.py``'s realistic mix, with lines
 each of which must leave the fast path: tracebacks, a new rank, levels, colours, CRLF, non-ASCII,
-a version named mid-log, serving paths, a second boot, decode lines of other shapes, text
-quoting a decode line), cut into blocks at random line boundaries. The whole fold is
-compared: counters, ranks, version, and every boot's fields (decode events, tally, pairs)."""
+a long line wrapped onto a line starting with "[", a version named mid-log, serving paths, a
+second boot, decode lines of other shapes, text quoting a decode line), cut into blocks at
+random line boundaries. The whole fold is compared: counters, ranks, version, and every boot's
+fields (decode events, tally, pairs)."""
 
 from __future__ import annotations
 
@@ -135,6 +136,8 @@ TRICKY = [
     "token usage: 0.01, accept len: 9.00, accept rate: 0.99, cuda graph: True, gen throughput (token/s): 1.00, "
     "#queue-req: 0",
     "[{ts}] plain text wrapped by the logger\n    continued here {n}",
+    # a terminal's wrap: the rest of a long line starts with "[" yet is no envelope
+    "[{ts}] a message the terminal wrapped at its width " + "word " * 12 + "end{n}\n[rank0] the rest of it",
     "[{ts} TP0] Mamba Cache is alloca",
     "[{ts}] Received sigquit from a child process. It usually means the child failed.",
     "[{ts}] WARNING x.py:1: [2026-01-01 00:00:00] a doubled envelope",

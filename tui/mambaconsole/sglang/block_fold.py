@@ -66,6 +66,9 @@ _PREFILL_LINE = re.compile(r"\n\[[^\]\n]*\] Prefill batch, ")
 _ACCESS_LINE = re.compile(r"\n\[[^\]\n]*\] INFO:")
 #: a decode or prefill line of a simple run (searched from the "\n" before it)
 _SERVED_LINE = re.compile(r"\n\[[^\]\n]*\] (?:Decode|Prefill) batch, ")
+#: a line the parser reads as enveloped on its hot path (``LogParser.feed_many``): it ends the
+#: pending record, so the plain-text or batch line before it is a record of its own
+_ENVELOPED = E.HOT_LINE.match
 #: a decode line's row: its text when it has not SGLang's segments (DECODE_NUMBERS group 6)
 _OTHER_SHAPE = itemgetter(5)
 #: characters of block text that runs of not-yet-made decode events may hold at most
@@ -119,16 +122,30 @@ class BlockFold:
         if not block:
             return
         # the patterns that find lines in a run search from the "\n" before each line: the
-        # block's first line is read on its own, behind one
+        # block's first line is read on its own, behind one (not a copy of the whole block)
         first = block.find("\n") + 1 or len(block)
         self._scan("\n" + block[:first], 1, None)
         if first < len(block):
-            # where the block may name SGLang's version (any case; _version_in): looked for once
-            named = None
-            if self.fold.version is None:
-                low = block.lower() if block.isascii() else None  # lower() keeps ASCII's positions
-                named = low if low is None or "sglang" in low else ""
-            self._scan(block, first, named)
+            self._scan(block, first, self._names(block))
+        self._unpin()
+
+    def feed_lines(self, text: str) -> None:
+        """Whole lines behind a ``"\\n"`` (``text[0]``, not a line: a caller that joins the
+        lines itself puts it there, so no line is read on its own)."""
+        if len(text) > 1:
+            self._scan(text, 1, self._names(text))
+            self._unpin()
+
+    def _names(self, text: str) -> str | None:
+        """Where ``text`` may name SGLang's version (any case; ``_version_in``), looked for once:
+        lower-cased when it names "sglang", "" when it does not, None when not known (the fold
+        has a version, or non-ASCII text: each run looks)."""
+        if self.fold.version is not None:
+            return None
+        low = text.lower() if text.isascii() else None  # lower() keeps ASCII's positions
+        return low if low is None or "sglang" in low else ""
+
+    def _unpin(self) -> None:
         held = {id(r[0]): len(r[0]) for r in self._runs}
         if sum(held.values()) > PINNED_CHARS:
             self._make_kept()
@@ -184,8 +201,8 @@ class BlockFold:
                     continue  # what the parser read changed the pattern (a rank tag, a boot): again
             last = text.rfind("\n", pos - 1, e - 1) + 1  # the run's last line
             tail = text[last:e - 1]
-            if E.simple_complete(tail):
-                self._run(text, pos, e)
+            if E.simple_complete(tail) or (e < end and _ENVELOPED(text, e, text.find("\n", e) + 1 or end)):
+                self._run(text, pos, e)  # (an enveloped line after it ends it, as in the run)
             else:  # a bare line after it may continue it: the general path, with the lines after it
                 if last > pos:
                     self._run(text, pos, last)

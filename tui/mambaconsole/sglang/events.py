@@ -79,7 +79,7 @@ __all__ = [
     "ChildCrashed", "SchedulerDied", "KillProcessTree", "WatchdogTimeout", "HealthCheckFailed",
     "RetractRequests", "FlagDeprecated", "EndpointDeprecated", "SettingChanged", "Killed",
     "LogParser", "TorchOom", "torch_oom", "parse_line", "parse_lines", "parse_text", "rank_tags", "parse_py_repr",
-    "EVENT_TYPES", "simple_run_pattern", "simple_event", "simple_complete", "DECODE_NUMBERS", "DECODE_LINE",
+    "EVENT_TYPES", "simple_run_pattern", "simple_event", "simple_complete", "DECODE_NUMBERS", "DECODE_LINE", "HOT_LINE",
 ]
 
 
@@ -1787,6 +1787,9 @@ _HOT_RE = re.compile(
     r"(?a)(\[(\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)(?: ([A-Z_]+\d+(?: [A-Z_]+\d+)*))?\] "
     r"(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- ))?(?!\[20)([ -~]*))(?<!:)\n?\Z"
 )
+#: a line :meth:`LogParser.feed_many` reads on its hot path (``match(text, pos, endpos)``: the
+#: line at ``pos``, ``endpos`` just after its newline): such a line ends the pending record
+HOT_LINE = _HOT_RE
 
 
 def _complete(msg: str, kw: dict) -> Event | None:

@@ -97,8 +97,8 @@ class FoldSlice:
         of :data:`BULK_MIN` lines or more of it (of live lines, :data:`LIVE_BULK_MIN`) is read a
         block at a time (:meth:`_bulk`)."""
         if len(texts) >= (LIVE_BULK_MIN if shift is None else BULK_MIN) and self._bulk_allowed():
-            block = "\n".join(texts) + "\n"
-            if block.count("\n") == len(texts):  # (a text holding a newline: line by line)
+            block = "\n".join(["", *texts, ""])  # each line behind its newline (BlockFold.feed_lines)
+            if block.count("\n") == len(texts) + 1:  # (a text holding a newline: line by line)
                 return self._bulk(block, shift)
         changed: set[str] = set()
         feed_many = self._parser.feed_many
@@ -125,11 +125,11 @@ class FoldSlice:
         return self._bulk_ok
 
     def _bulk(self, block: str, shift: float | None) -> set[str]:
-        """Lines (``block``: whole lines; ``shift`` as :meth:`understand_many` has it) through the
-        block fold (:class:`~mambaconsole.sglang.block_fold.BlockFold`, bound to this slice's
-        parser and fold): each run of simple lines as a whole (its decode lines to
-        :attr:`_run_handlers`), every other line as the line path takes it (:meth:`_fold_each`).
-        The same state as line by line (``tests/test_bulk_state.py``)."""
+        """Lines (``block``: whole lines behind a newline; ``shift`` as :meth:`understand_many`
+        has it) through the block fold (:class:`~mambaconsole.sglang.block_fold.BlockFold`,
+        bound to this slice's parser and fold): each run of simple lines as a whole (its decode
+        lines to :attr:`_run_handlers`), every other line as the line path takes it
+        (:meth:`_fold_each`). The same state as line by line (``tests/test_bulk_state.py``)."""
         folder = self._block
         if folder is None:
             folder = self._block = BlockFold(self._parser, self._fold, on_events=self._bulk_events,
@@ -139,7 +139,7 @@ class FoldSlice:
         self._shift = shift
         self._bulk_changed = changed = set()
         try:
-            folder.feed(block)
+            folder.feed_lines(block)
         except Exception:  # noqa: BLE001 - the parser promises not to raise; never let a line break the UI
             pass
         finally:
