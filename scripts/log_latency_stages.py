@@ -166,6 +166,7 @@ class Timeline:
         self.marks: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
         self.widgets: collections.Counter = collections.Counter()
         self.frames = 0
+        self.pacer_waits: list[tuple[str, float]] = []  # (why, seconds) of each redraw the pacer held back
         self.renders: list[tuple[str, int, int]] = []  # (kind, wall ns, CPU ns) of each compositor render
         self.profile = None  # a cProfile.Profile of the loop thread while timed (--profile)
         self.cpu: list[float | None] = [0.0, None]  # the loop thread's CPU (thread_time) from the warm-up line to END
@@ -227,6 +228,16 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
             return r
 
         pane.refresh_from = _refresh_from
+        dwd = app._draw_when_due
+
+        def _draw_when_due(now):
+            due = app._pacer.due()
+            if now < due and app._log_changed:
+                tl.pacer_waits.append(("the last redraw not on screen yet" if app._pacer.in_flight
+                                       else "the redraws' share of the time", due - now))
+            return dwd(now)
+
+        app._draw_when_due = _draw_when_due
         comp = app.screen._compositor
         ru, uw = comp.render_update, comp.update_widgets
         seen_at_render = [0]
@@ -280,6 +291,7 @@ async def console_run(store: Path, run_id: str, tl: Timeline):
                 if item[1] == "warm-up" and tl.cpu[1] is None:  # from here on: the timed lines and their frames
                     tl.widgets.clear()
                     tl.renders.clear()
+                    tl.pacer_waits.clear()
                     tl.frames = 0
                     tl.cpu = [time.thread_time(), None]
                     if tl.profile is not None:
@@ -376,18 +388,20 @@ def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
         frozen, gens, kinds = tl.heap
         print(f"the collector's heap at the end: {frozen} frozen; generations 0/1/2: {'/'.join(map(str, gens))};"
               " the oldest's most common: " + ", ".join(f"{k} {n}" for k, n in kinds))
-    by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
+    by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
     for b, w, c, what in tl.callbacks.slow:
         if t0 <= b <= t1:
             k = by[what]
             k[0] += 1
             k[1] += w
             k[2] += c
-            k[3] = max(k[3], w)
+            if w > k[3]:
+                k[3], k[4] = w, b
     limit = tl.callbacks.limit_ns / 1e6
-    print(f"event loop callbacks over {limit:g} ms while timed ({(t1 - t0) / 1e9:.2f} s): count, wall ms, CPU ms, longest ms")
-    for what, (k, w, c, m) in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]:
-        print(f"  {k:5d} {w / 1e6:8.1f} {c / 1e6:8.1f} {m / 1e6:7.1f}  {what}")
+    print(f"event loop callbacks over {limit:g} ms while timed ({(t1 - t0) / 1e9:.2f} s): count, wall ms, CPU ms, "
+          "longest ms (at s)")
+    for what, (k, w, c, m, at) in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]:
+        print(f"  {k:5d} {w / 1e6:8.1f} {c / 1e6:8.1f} {m / 1e6:7.1f} ({(at - t0) / 1e9:5.2f})  {what}")
     if tl.imports.seen:
         print("imported on the event loop's thread after the first view (s from the first timed line's write, ms, module):",
               ", ".join(f"{(b - t0) / 1e9:+.2f} {ms:.1f} {name}" for b, ms, name in tl.imports.seen if ms >= 0.5))
@@ -402,6 +416,11 @@ def report(tl: Timeline, lines: list[str], lat: list[float]) -> None:
             walls, cpus = [w for w, _ in mine], [c for _, c in mine]
             print(f"compositor renders, {kind}: {len(mine)}, wall p50 {LL.pct(walls, 50):.2f} p90 {LL.pct(walls, 90):.2f} "
                   f"max {max(walls):.2f} ms, CPU p50 {LL.pct(cpus, 50):.2f} p90 {LL.pct(cpus, 90):.2f} max {max(cpus):.2f} ms")
+    for why in ("the last redraw not on screen yet", "the redraws' share of the time"):
+        waits = [w * 1e3 for k, w in tl.pacer_waits if k == why]
+        if waits:
+            print(f"redraws held back by the pacer for {why}: {len(waits)}, up to p50 {LL.pct(waits, 50):.2f} "
+                  f"p90 {LL.pct(waits, 90):.2f} max {max(waits):.2f} ms (a bound: the screen's update may come sooner)")
     print("widgets updated per frame:", ", ".join(f"{k} {v / max(1, tl.frames):.2f}" for k, v in tl.widgets.most_common()))
 
 
