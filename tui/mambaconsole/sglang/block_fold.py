@@ -248,8 +248,11 @@ class BlockFold:
             self._general(text[s:e - 1].split("\n"))
             return
         k = text.count("\n", s, e)
-        line0 = self.parser.lines_read + 1
-        self._general_events(self.parser.advance(k))  # the record before the run ends at it
+        parser = self.parser
+        line0 = parser.lines_read + 1
+        ended = parser.advance(k)  # the record before the run ends at it
+        if ended:
+            self._general_events(ended)
         self.bulk_lines += k
         b = fold.boots[-1]
         fold.n_events += k

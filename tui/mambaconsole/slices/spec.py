@@ -149,16 +149,23 @@ class SpecSlice:
             return {"spec"}
         # SGLang's segments: "accept len" is printed (group 4) exactly when speculation is on
         self.enabled = bool(rows[-1][3])
-        if values:
+        n_spec = len(values)
+        if n_spec:
             self.accept_sum = reduce(add, values, self.accept_sum)  # in log order, as line by line
-            self.accept_n += len(values)
-            high = next((i for i in range(len(values) - 1, -1, -1) if values[i] > COLLAPSE_LEN), None)
-            self._low_run = self._low_run + len(values) if high is None else len(values) - 1 - high
+            self.accept_n += n_spec
+            if values[-1] > COLLAPSE_LEN:  # (mostly) the last line is above: no low run
+                self._low_run = 0
+            else:  # the lines at COLLAPSE_LEN or below at the end, after the run's earlier ones
+                i = n_spec - 1
+                while i >= 0 and values[i] <= COLLAPSE_LEN:
+                    i -= 1
+                self._low_run = n_spec - 1 - i + (self._low_run if i < 0 else 0)
             self.collapsed = self._low_run >= COLLAPSE_RUN
         pend = self._pending
-        pend.append((run, dating, len(rows), len(values), self._boot))
-        self._pend_dec += len(rows)
-        self._pend_spec += len(values)
+        n_dec = len(rows)
+        pend.append((run, dating, n_dec, n_spec, self._boot))
+        self._pend_dec += n_dec
+        self._pend_spec += n_spec
         # the oldest run goes once the later ones (each with a decode line: the last batch) cover
         # what it gave: the points (none, or SPEC_KEEP after it), the recent batches (an earlier
         # boot's, or RECENT_BATCHES after it)
