@@ -32,7 +32,7 @@ from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import Listener, Session
 from mambaconsole.state import ConsoleState, RunInfo
 from mambaconsole.ui import messages as M
-from mambaconsole.ui import release_collector
+from mambaconsole.ui import release_collector, strip_cycles
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.footer import KeyFooter
 from mambaconsole.ui.gpu_pane import GpuPane
@@ -193,6 +193,7 @@ class ConsoleApp(App[int]):
                  on_quit=None, prepare=None, start_workers: bool = True,
                  ui_state: Path | None = None, held: Iterable[Callable[[], None]] = ()) -> None:
         super().__init__()
+        strip_cycles.install()  # rendered rows freed when dropped (ui/strip_cycles.py)
         if not isinstance(server, Session):
             server = Session(server, poll_s=poll_s, clock=clock, prepare=prepare)
         self.session = server

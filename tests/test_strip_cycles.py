@@ -1,0 +1,58 @@
+"""Rendered rows are freed when dropped (``ui/strip_cycles.py``): Textual's ``Strip.divide``
+cached ``[self]`` for a division at the Strip's own length (every row no other widget cuts),
+so each repainted row became a reference cycle for the garbage collector. Expected values: the
+divisions Textual itself makes (its own ``Strip.divide``, kept aside), and whether a dropped
+Strip is gone before any collection."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+from mambaconsole.ui import strip_cycles
+
+
+def _row() -> Strip:
+    return Strip([Segment("[2026-12-01 10:00:00] ", Style(dim=True)), Segment("Decode batch, #running-req: 8")])
+
+
+def _left_for_the_collector(divide) -> bool:
+    """Whether a row divided by ``divide`` at its own length and dropped is still there for the
+    collector to find in a reference cycle (``gc.DEBUG_SAVEALL`` keeps what it finds)."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        row = _row()
+        assert divide(row, [row.cell_length]) == [row]
+        at = id(row)
+        del row
+        gc.collect()
+        return any(id(o) == at and isinstance(o, Strip) for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_a_row_divided_at_its_own_length_is_freed_when_dropped():
+    strip_cycles.install()
+    assert not _left_for_the_collector(Strip.divide)  # freed by reference counting
+
+
+def test_textuals_own_divide_leaves_such_a_row_to_the_collector():
+    """What the wrapper is for (and a sign to drop it once Textual stops doing this)."""
+    assert _left_for_the_collector(strip_cycles._textual_divide)
+
+
+@pytest.mark.parametrize("cuts", [[51], [60], [10, 51], [0, 22, 51], [22], [], [5, 10, 15, 20, 51], [22, 70]])
+def test_the_divisions_are_textuals_own(cuts):
+    strip_cycles.install()
+    row = _row()
+    assert row.cell_length == 51
+    mine = row.divide(cuts)
+    theirs = strip_cycles._textual_divide(_row(), cuts)
+    assert [(s.text, s.cell_length, list(s)) for s in mine] == [(s.text, s.cell_length, list(s)) for s in theirs]
+    assert row.divide(cuts) == mine  # again: the same strips
