@@ -114,6 +114,7 @@ TRICKY = [
     "[{ts}] crlf line {n}\r",
     "[{ts}] Receive: obj=GenerateReqInput(text='h\u00e9llo {n}')",
     "[{ts}] running sglang==0.5.9 on this node",
+    "[{ts}] pulled lmsysorg/SGLanG:v0.5.19 for this node",
     "[{ts}] INFO:     127.0.0.1:5 - \"GET /health HTTP/1.1\" 200 OK",
     "[{ts}] INFO:     127.0.0.1:5 - \"POST /generate?x={n} HTTP/1.1\" 200 OK",
     "[{ts}] INFO:     127.0.0.1:5 - \"GET /health_generate HTTP/1.1\" 503 Service Unavailable",

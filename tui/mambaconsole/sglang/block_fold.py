@@ -26,9 +26,9 @@ takes the run as a whole: the line and event counts, the served flag
 :func:`~mambaconsole.sglang.run_fold.decode_rows`), and events only for the decode lines the
 boot keeps (the last :data:`~mambaconsole.sglang.run_fold.DECODES_KEEP`, made when something
 reads them). Any other line (a traceback, a startup line, a new rank tag, a level before a
-batch line, ANSI colours, CRLF, non-ASCII text), a run that may name the SGLang version while
-the fold has none, and, until one showed the server serving, an access line naming a serving
-path take the general path: the parser, then the fold, event by event.
+batch line, ANSI colours, CRLF, non-ASCII text), a plain-text line naming "sglang" (any case:
+it may name the SGLang version) while the fold has none, and, until one showed the server
+serving, an access line naming a serving path take the general path: the parser, then the fold, event by event.
 ``tests/test_block_fold.py`` checks the two paths leave the same fold on real logs and
 generated mixes.
 
@@ -37,7 +37,7 @@ Speed (a 10 MiB slice of ``bench/inspect_big.py``'s log, instructions counted by
 the parser line by line; in time (``bench/inspect_big.py``, 1 GiB, a busy 2-core machine)
 2.3x, CPU time 2.2x. About half of it is
 the two regexes (the run's match, the decode lines' numbers), the rest the parser's lines
-(tracebacks) and one look for a version named per block.
+(tracebacks). (Measured before the run's match looked for "sglang" itself.)
 """
 
 from __future__ import annotations
@@ -99,14 +99,11 @@ class BlockFold:
         #: of the general path, the end): (block text, start, end, first line number, decodes)
         self._runs: deque[tuple[str, int, int, int, int]] = deque()
         self._kept = 0  # decode lines in _runs
-        self._patterns: dict[tuple[frozenset, bool], re.Pattern] = {}
+        self._patterns: dict[tuple[frozenset, bool, bool], re.Pattern] = {}
         #: the simple-run pattern in use and what it was made for: the boot, its rank tags'
-        #: count (a boot's tags only grow), its http_served
+        #: count (a boot's tags only grow), its http_served, whether the fold has a version
         self._pattern: re.Pattern | None = None
-        self._pattern_of: tuple[Boot | None, int, bool] = (None, -1, False)
-        #: the current block lower-cased when it names "sglang" somewhere, "" when it does not,
-        #: None when not known (non-ASCII: each run is looked at)
-        self._named: str | None = None
+        self._pattern_of: tuple[Boot | None, int, bool, bool] = (None, -1, False, False)
         #: lines read in bulk (not through the parser), for the tests and benchmarks
         self.bulk_lines = 0
 
@@ -124,26 +121,17 @@ class BlockFold:
         # the patterns that find lines in a run search from the "\n" before each line: the
         # block's first line is read on its own, behind one (not a copy of the whole block)
         first = block.find("\n") + 1 or len(block)
-        self._scan("\n" + block[:first], 1, None)
+        self._scan("\n" + block[:first], 1)
         if first < len(block):
-            self._scan(block, first, self._names(block))
+            self._scan(block, first)
         self._unpin()
 
     def feed_lines(self, text: str) -> None:
         """Whole lines behind a ``"\\n"`` (``text[0]``, not a line: a caller that joins the
         lines itself puts it there, so no line is read on its own)."""
         if len(text) > 1:
-            self._scan(text, 1, self._names(text))
+            self._scan(text, 1)
             self._unpin()
-
-    def _names(self, text: str) -> str | None:
-        """Where ``text`` may name SGLang's version (any case; ``_version_in``), looked for once:
-        lower-cased when it names "sglang", "" when it does not, None when not known (the fold
-        has a version, or non-ASCII text: each run looks)."""
-        if self.fold.version is not None:
-            return None
-        low = text.lower() if text.isascii() else None  # lower() keeps ASCII's positions
-        return low if low is None or "sglang" in low else ""
 
     def _unpin(self) -> None:
         held = {id(r[0]): len(r[0]) for r in self._runs}
@@ -152,27 +140,29 @@ class BlockFold:
 
     def _run_pattern(self) -> re.Pattern:
         """The simple-run pattern of the current boot (its rank tags, whether it served over
-        HTTP), made once per distinct pair."""
-        b = self.fold.boots[-1]
-        key = (frozenset(b.rank_tags), b.http_served)
+        HTTP) and fold (whether it has an SGLang version), made once per distinct key."""
+        fold = self.fold
+        b = fold.boots[-1]
+        versioned = fold.version is not None
+        key = (frozenset(b.rank_tags), b.http_served, versioned)
         run = self._patterns.get(key)
         if run is None:
             run = self._patterns[key] = E.simple_run_pattern(*key)
-        self._pattern, self._pattern_of = run, (b, len(b.rank_tags), b.http_served)
+        self._pattern, self._pattern_of = run, (b, len(b.rank_tags), b.http_served, versioned)
         return run
 
-    def _scan(self, text: str, pos: int, named: str | None) -> None:
-        """The lines of ``text`` from ``pos`` (just after a "\\n") to its end; ``named``: the text
-        lower-cased when it names "sglang" (any case), "" when it does not, None: not known."""
-        self._named = named
+    def _scan(self, text: str, pos: int) -> None:
+        """The lines of ``text`` from ``pos`` (just after a "\\n") to its end."""
         end = len(text)
         boots = self.fold.boots
         run = self._pattern
         lines: list[str] = []  # lines for the general path, in log order, not yet read
+        fold = self.fold
         while pos < end:
             b = boots[-1]
-            pb, pn, ps = self._pattern_of
-            if b is not pb or len(b.rank_tags) != pn or b.http_served is not ps:
+            pb, pn, ps, pv = self._pattern_of
+            if b is not pb or len(b.rank_tags) != pn or b.http_served is not ps \
+                    or (fold.version is not None) is not pv:
                 run = self._run_pattern()
             # (after a run's last line that a bare line may continue: the general path from here)
             e = pos if lines else run.match(text, pos).end()
@@ -197,7 +187,8 @@ class BlockFold:
                 self._general(lines)
                 lines = []
                 b = boots[-1]
-                if e == pos or b is not pb or len(b.rank_tags) != pn or b.http_served is not ps:
+                if e == pos or b is not pb or len(b.rank_tags) != pn or b.http_served is not ps \
+                        or (fold.version is not None) is not pv:
                     continue  # what the parser read changed the pattern (a rank tag, a boot): again
             last = text.rfind("\n", pos - 1, e - 1) + 1  # the run's last line
             tail = text[last:e - 1]
@@ -210,7 +201,6 @@ class BlockFold:
             pos = e
         if lines:
             self._general(lines)
-        self._named = None  # (its memory free for the next block's)
 
     def close(self) -> RunFold:
         """The end of the input: the pending record, the kept decode lines; the fold."""
@@ -241,12 +231,6 @@ class BlockFold:
     def _run(self, text: str, s: int, e: int) -> None:
         """The simple lines ``text[s:e]``; a plain-text one only where a simple line follows."""
         fold = self.fold
-        named = self._named
-        if fold.version is None and named != "" and (
-                "sglang" in text[s:e].lower() if named is None else named.find("sglang", s, e) >= 0):
-            # a line may name the version: each line as the general path reads it
-            self._general(text[s:e - 1].split("\n"))
-            return
         k = text.count("\n", s, e)
         parser = self.parser
         line0 = parser.lines_read + 1

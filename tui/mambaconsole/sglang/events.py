@@ -2227,7 +2227,7 @@ _CLAIMS = {"Rece": (_SIGQUIT_LAUNCH,)}
 _LEVEL_PART = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:[\w.\-/]+:\d+: |- )"
 
 
-def simple_run_pattern(ranks: Iterable[str] = (), serving_paths: bool = True) -> re.Pattern:
+def simple_run_pattern(ranks: Iterable[str] = (), serving_paths: bool = True, versioned: bool = True) -> re.Pattern:
     """A compiled pattern whose ``match(text, pos)`` spans the run of *simple* lines at
     ``pos`` (each with its ``\\n``; empty when the line at ``pos`` is not one): lines that
     :meth:`LogParser.feed_many` reads on its hot path (``_HOT_RE``: SGLang's exact envelope,
@@ -2242,7 +2242,10 @@ def simple_run_pattern(ranks: Iterable[str] = (), serving_paths: bool = True) ->
 
     Only the rank tags in ``ranks`` (exactly as printed) or none: a line with another tag ends
     the run; so does, without ``serving_paths``, an access line naming ``/generate`` or
-    ``/health`` (one that may show the server serving: the run fold reads those one by one).
+    ``/health`` (one that may show the server serving: the run fold reads those one by one);
+    so does, without ``versioned`` (the fold has no SGLang version yet), a plain-text line
+    whose message names ``sglang`` in any case (it may name the version: the run fold reads
+    those one by one, ``run_fold._version_in``; only plain text can).
     A plain-text line becomes a record when the next line starts (a bare line may continue
     it), so may a batch line without ``#queue-req``; the others are complete at once
     (:func:`simple_complete`)."""
@@ -2252,10 +2255,15 @@ def simple_run_pattern(ranks: Iterable[str] = (), serving_paths: bool = True) ->
     env = (r"\[\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
            + ("(?: (?:" + "|".join(re.escape(t) for t in tags) + "))?" if tags else "") + r"\] ")
     access = r"INFO:(?=[ -~]*? - \")" + ("" if serving_paths else r"(?![ -~]*?/(?:generate|health))")
-    line = (env + r"(?:(?:Decode|Prefill) batch, |" + access + "|"
+    tail = r"[ -~]*+(?<!:)\n"  # printable ASCII, not ending with ":"
+    # the same, without "sglang" in any case: printable ASCII but "s" and "S", or an "s" or "S"
+    # that does not start it
+    plain_tail = tail if versioned else (
+        r"[ -RT-rt-~]*+(?:[sS](?![gG][lL][aA][nN][gG])[ -RT-rt-~]*+)*+(?<!:)\n")
+    line = (env + r"(?:(?:(?:Decode|Prefill) batch, |" + access + ")" + tail + "|"
             # _HOT_RE takes the level unless the message after it starts with a second envelope
             + r"(?>(?:" + _LEVEL_PART + r"(?!\[20))?)(?!\[20)(?!" + _trie(heads) + ")"
-            + "".join("(?!" + re.escape(c) + ")" for c in claims) + r")[ -~]*+(?<!:)\n")
+            + "".join("(?!" + re.escape(c) + ")" for c in claims) + plain_tail + ")")
     return re.compile(r"(?a)(?:" + line + r")*+")
 
 
