@@ -56,3 +56,33 @@ def test_the_divisions_are_textuals_own(cuts):
     theirs = strip_cycles._textual_divide(_row(), cuts)
     assert [(s.text, s.cell_length, list(s)) for s in mine] == [(s.text, s.cell_length, list(s)) for s in theirs]
     assert row.divide(cuts) == mine  # again: the same strips
+
+
+def _left_after_crop_extend(crop) -> bool:
+    """Whether a row exactly as wide as the view, cropped to it by ``crop`` and dropped, is
+    still there for the collector to find in a reference cycle."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        row = _row()
+        assert crop(row, 0, row.cell_length, None) is row
+        at = id(row)
+        del row
+        gc.collect()
+        return any(id(o) == at and isinstance(o, Strip) for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_a_row_as_wide_as_the_view_is_freed_when_dropped():
+    assert not _left_after_crop_extend(strip_cycles.crop_extend)
+    assert _left_after_crop_extend(Strip.crop_extend)  # Textual's own caches it in itself
+
+
+@pytest.mark.parametrize("start,end", [(0, 51), (0, 40), (0, 60), (5, 51), (5, 30), (10, 80)])
+def test_the_crops_are_textuals_own(start, end):
+    style = Style(bgcolor="black")
+    mine = strip_cycles.crop_extend(_row(), start, end, style)
+    theirs = _row().crop_extend(start, end, style)
+    assert (mine.text, mine.cell_length, list(mine)) == (theirs.text, theirs.cell_length, list(theirs))

@@ -49,6 +49,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from mambaconsole.state import LOG_KEEP, LineBuffer, ShownLine
+from mambaconsole.ui.strip_cycles import crop_extend
 
 #: SGLang's log envelope: ``[2026-11-30 12:00:00 TP0] `` (sglang/srt/utils configure_logger)
 ENVELOPE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?[^\]]*\]")
@@ -598,11 +599,11 @@ class LogView(ScrollView, can_focus=True):
             rows = self._wrapped_rows(i, rich_style)
             # (a Strip keeps its last crops: a row drawn again, one row higher as the log
             # scrolls, is the same Strip object, made once)
-            return rows[min(sub, len(rows) - 1)].crop_extend(0, width, rich_style)
+            return crop_extend(rows[min(sub, len(rows) - 1)], 0, width, rich_style)
         if row >= len(self.lines) or row < 0:
             return Strip.blank(width, rich_style)
         strip = self._row_strip(row, rich_style)
-        return strip.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, self._base + row)
+        return crop_extend(strip, scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, self._base + row)
 
     def _row_strip(self, row: int, rich_style: Style) -> Strip:
         key = self._base + row
