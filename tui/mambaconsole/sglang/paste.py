@@ -45,6 +45,8 @@ _PREFIXES = (
     # an editor's / viewer's line number
     re.compile(r"^\s{0,6}\d{1,7}(?: ?[│|] ?|→|\t)"),
 )
+#: any of them, the first that matches (none matches empty): one look at a line that has none
+_ANY_PREFIX = re.compile("|".join(f"(?:{rx.pattern})" for rx in _PREFIXES))
 
 
 def is_fence(line: str) -> bool:
@@ -62,13 +64,10 @@ def unwrap_line(line: str) -> str:
         if _FENCE.match(line):
             return ""
     for _ in range(4):
-        for rx in _PREFIXES:
-            m = rx.match(line)
-            if m is not None and m.end() > 0:
-                line = line[m.end():]
-                break
-        else:
+        m = _ANY_PREFIX.match(line)
+        if m is None or m.end() == 0:
             return line
+        line = line[m.end():]
         if line[:3] == "[20":
             return line
     return line
