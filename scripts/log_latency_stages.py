@@ -101,6 +101,8 @@ class Callbacks:
             name = getattr(coro, "__qualname__", repr(coro))
             if owner is not None:
                 name += f" of {type(owner).__name__}" + (f"#{owner.id}" if getattr(owner, "id", None) else "")
+                if isinstance(getattr(owner, "name", None), str):  # a Textual Timer: its name
+                    name += f" {owner.name}"
             return name
         return getattr(cb, "__qualname__", repr(cb))
 
