@@ -477,3 +477,37 @@ async def test_the_log_panes_status_row_follows_its_lines_with_the_other_panes(m
                 if f" {k + 1} l" in str(status.render()):
                     break
             assert f" {k + 1} l" in str(status.render())  # within its bound
+
+
+async def test_a_followed_logs_scroll_messages_stop_at_the_log_pane():
+    """Every line a followed log scrolls by posts LogView.Scrolled for the pane's status; the
+    panes' grid, the screen and the app took it too, each in a turn of its own (about 0.3 ms of
+    the event loop's CPU a line). Seen here: which message pumps dispatch it, for 5 lines."""
+    from textual._context import active_message_pump
+
+    from mambaconsole.ui.log_view import LogView
+
+    seen: list[str] = []
+
+    def hook(message):
+        if isinstance(message, LogView.Scrolled):
+            seen.append(type(active_message_pump.get()).__name__)
+
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
+        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        app.state.show_log_of("r1")
+        await pilot.pause(0)
+        off = 0
+        for k in range(40):  # more lines than the view has rows: it scrolls with each from then on
+            batch = lines(1, off)
+            off = batch[-1].offset + batch[-1].nbytes + 1
+            app.session.intake.put(LogLines("r1", batch))
+            app.post_message(M.LogPending())
+            for _ in range(500):
+                await asyncio.sleep(0.001)
+                if app.log_pane._seen_total == k + 1:
+                    break
+            await pilot.pause(0.01)
+    assert seen, "no scroll message: the view never scrolled"
+    assert set(seen) <= {"LogView", "LogPane"}, sorted(set(seen))

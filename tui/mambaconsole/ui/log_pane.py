@@ -377,9 +377,12 @@ class LogPane(Vertical):
         if self._state:
             self._update_title(self._state)
 
-    def on_log_view_scrolled(self, _ev: LogView.Scrolled) -> None:
+    def on_log_view_scrolled(self, ev: LogView.Scrolled) -> None:
         """Scrolled up: "paused" at once; back at the end: "following", the new-line count gone;
-        a held line (:attr:`_held`) scrolled out of view lets go."""
+        a held line (:attr:`_held`) scrolled out of view lets go. The message goes no further:
+        it comes with every line a followed log scrolls by, and each container above (the
+        panes' grid, the screen, the app) would take it in a turn of its own."""
+        ev.stop()
         held = self._held_index()
         if held is not None:
             v = self.view
