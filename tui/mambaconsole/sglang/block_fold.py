@@ -12,8 +12,9 @@ Usage::
 The console reads a run's history through one bound to its own parser and fold
 (``BlockFold(parser, fold, on_events=..., on_run=...)``: the general path's events go to
 ``on_events``, a parser call's at a time, to be folded and shown, each run read in bulk to
-``on_run`` as a :class:`DecodeRun`; :meth:`BlockFold.settle` before the fold's decodes are read or its line path
-feeds the fold).
+``on_run`` as a :class:`DecodeRun`; :meth:`BlockFold.settle` before the fold's decodes are
+read or its line path feeds the fold). Its lines come joined behind a newline
+(:meth:`BlockFold.feed_lines`: the first line is read with the others).
 
 How: most lines of a long log are *simple* (:func:`~mambaconsole.sglang.events.
 simple_run_pattern`: decode and prefill batches, uvicorn access lines, plain debug lines and
@@ -28,7 +29,10 @@ boot keeps (the last :data:`~mambaconsole.sglang.run_fold.DECODES_KEEP`, made wh
 reads them). Any other line (a traceback, a startup line, a new rank tag, a level before a
 batch line, ANSI colours, CRLF, non-ASCII text), a plain-text line naming "sglang" (any case:
 it may name the SGLang version) while the fold has none, and, until one showed the server
-serving, an access line naming a serving path take the general path: the parser, then the fold, event by event.
+serving, an access line naming a serving path take the general path: the parser, then the
+fold, event by event. A run's last line that a bare line may continue (plain text, a batch
+line without ``#queue-req``) goes with them, unless the line after it is one the parser reads
+as enveloped (:data:`~mambaconsole.sglang.events.HOT_LINE`: it ends the pending record).
 ``tests/test_block_fold.py`` checks the two paths leave the same fold on real logs and
 generated mixes.
 
@@ -192,7 +196,8 @@ class BlockFold:
                     continue  # what the parser read changed the pattern (a rank tag, a boot): again
             last = text.rfind("\n", pos - 1, e - 1) + 1  # the run's last line
             tail = text[last:e - 1]
-            if E.simple_complete(tail) or (e < end and _ENVELOPED(text, e, text.find("\n", e) + 1 or end)):
+            if E.simple_complete(tail) or (
+                    e < end and _ENVELOPED(text, e, text.find("\n", e) + 1 or end)):
                 self._run(text, pos, e)  # (an enveloped line after it ends it, as in the run)
             else:  # a bare line after it may continue it: the general path, with the lines after it
                 if last > pos:
