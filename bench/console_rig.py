@@ -115,17 +115,25 @@ def make_run(home: Path, log: Path, run_id: str = "20261201-000000-bench") -> tu
 @contextlib.asynccontextmanager
 async def console(alias: str, home: Path, *, size=(120, 40), **settings):
     """The console on ``ssh alias`` with the run store ``home``, headless, its workers running;
-    yields ``(app, pilot)``. ``settings``: :class:`HostSettings` fields (``log_tail_mib``, ...)."""
-    from mambaconsole.node.ssh import SSHNode
-    from mambaconsole.ui.app import ConsoleApp
-    from mambaconsole.session.feed import Feed
-    from mambaconsole.session.settings import HostSettings
+    yields ``(app, pilot)``. ``settings``: :class:`HostSettings` fields (``log_tail_mib``, ...).
+    As the command line does (``cli.main``), the garbage collector is held from before the app
+    is imported until the app releases it (the log's history read, or ``COLLECTOR_HELD_S``)."""
+    from mambaconsole.ui import hold_collector, release_collector
 
-    s = HostSettings(python=sys.executable, port=1, **settings)
-    feed = Feed(SSHNode(alias), s, home=str(home), agent_python=sys.executable, adopt=False)
-    app = ConsoleApp(feed, poll_s=s.poll_s, on_quit=feed.close)
-    async with app.run_test(size=size) as pilot:
-        yield app, pilot
+    hold_collector()
+    try:
+        from mambaconsole.node.ssh import SSHNode
+        from mambaconsole.ui.app import ConsoleApp
+        from mambaconsole.session.feed import Feed
+        from mambaconsole.session.settings import HostSettings
+
+        s = HostSettings(python=sys.executable, port=1, **settings)
+        feed = Feed(SSHNode(alias), s, home=str(home), agent_python=sys.executable, adopt=False)
+        app = ConsoleApp(feed, poll_s=s.poll_s, on_quit=feed.close)
+        async with app.run_test(size=size) as pilot:
+            yield app, pilot
+    finally:
+        release_collector()
 
 
 def state_right(app, run_id: str, size: int) -> bool:
