@@ -397,14 +397,7 @@ async def test_a_line_is_drawn_in_the_log_pane_first_and_the_other_panes_follow_
         off = 0
         for k, accept in enumerate((2.10, 3.40, 1.70)):
             t = _decode(accept)
-            app.session.intake.put(LogLines("r1", (LogLine("r1", off, t, len(t)),)))
-            off += len(t) + 1
-            app.post_message(M.LogPending())
-            for _ in range(500):
-                await asyncio.sleep(0.001)
-                if app.log_pane._seen_total == k + 1:
-                    break
-            assert app.log_pane._seen_total == k + 1
+            off = await _one_line_drawn(app, off, t, k + 1)
             _, at, spec_then = next(d for d in log_drawn if d[0] == k + 1)
             if k == 0:  # the first view: every pane at once
                 assert f"accept len {accept:.2f}" in str(stats.render())
@@ -422,6 +415,19 @@ async def test_a_line_is_drawn_in_the_log_pane_first_and_the_other_panes_follow_
             # the same call may take more this time), no later than its bound plus a loaded
             # machine's slack
             assert last + 0.3 - 0.01 <= when <= max(at, last + 0.3) + 0.5
+
+
+async def _one_line_drawn(app, off: int, text: str, total: int) -> int:
+    """Hand the console one more log line (``text`` at byte ``off`` of run r1) as the tail does,
+    wait until the log pane took it (``total`` lines in all); returns the next line's offset."""
+    app.session.intake.put(LogLines("r1", (LogLine("r1", off, text, len(text)),)))
+    app.post_message(M.LogPending())
+    for _ in range(500):
+        await asyncio.sleep(0.001)
+        if app.log_pane._seen_total == total:
+            break
+    assert app.log_pane._seen_total == total
+    return off + len(text) + 1
 
 
 async def _first_view(app, pilot) -> bool:
@@ -457,14 +463,7 @@ async def test_the_log_panes_status_row_follows_its_lines_with_the_other_panes(m
         off = 0
         for k in range(3):
             t = _decode(2.0 + k / 10)
-            app.session.intake.put(LogLines("r1", (LogLine("r1", off, t, len(t)),)))
-            off += len(t) + 1
-            app.post_message(M.LogPending())
-            for _ in range(500):
-                await asyncio.sleep(0.001)
-                if app.log_pane._seen_total == k + 1:
-                    break
-            assert app.log_pane._seen_total == k + 1
+            off = await _one_line_drawn(app, off, t, k + 1)
             if k == 0:  # the first view: every pane, the status row too
                 assert "1 lines" in drawn[-1][1] or "1 ln" in drawn[-1][1]
                 assert await _first_view(app, pilot)

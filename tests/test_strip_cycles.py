@@ -20,14 +20,14 @@ def _row() -> Strip:
     return Strip([Segment("[2026-12-01 10:00:00] ", Style(dim=True)), Segment("Decode batch, #running-req: 8")])
 
 
-def _left_for_the_collector(divide) -> bool:
-    """Whether a row divided by ``divide`` at its own length and dropped is still there for the
+def _left_for_the_collector(use) -> bool:
+    """Whether a row that ``use(row)`` handled and that was then dropped is still there for the
     collector to find in a reference cycle (``gc.DEBUG_SAVEALL`` keeps what it finds)."""
     gc.collect()
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         row = _row()
-        assert divide(row, [row.cell_length]) == [row]
+        use(row)
         at = id(row)
         del row
         gc.collect()
@@ -37,14 +37,21 @@ def _left_for_the_collector(divide) -> bool:
         gc.garbage.clear()
 
 
+def _left_after_divide(divide) -> bool:
+    """Whether a row divided by ``divide`` at its own length and dropped is left to the collector."""
+    def use(row: Strip) -> None:
+        assert divide(row, [row.cell_length]) == [row]
+    return _left_for_the_collector(use)
+
+
 def test_a_row_divided_at_its_own_length_is_freed_when_dropped():
     strip_cycles.install()
-    assert not _left_for_the_collector(Strip.divide)  # freed by reference counting
+    assert not _left_after_divide(Strip.divide)  # freed by reference counting
 
 
 def test_textuals_own_divide_leaves_such_a_row_to_the_collector():
     """What the wrapper is for (and a sign to drop it once Textual stops doing this)."""
-    assert _left_for_the_collector(strip_cycles._textual_divide)
+    assert _left_after_divide(strip_cycles._textual_divide)
 
 
 @pytest.mark.parametrize("cuts", [[51], [60], [10, 51], [0, 22, 51], [22], [], [5, 10, 15, 20, 51], [22, 70]])
@@ -60,19 +67,10 @@ def test_the_divisions_are_textuals_own(cuts):
 
 def _left_after_crop_extend(crop) -> bool:
     """Whether a row exactly as wide as the view, cropped to it by ``crop`` and dropped, is
-    still there for the collector to find in a reference cycle."""
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        row = _row()
+    left to the collector."""
+    def use(row: Strip) -> None:
         assert crop(row, 0, row.cell_length, None) is row
-        at = id(row)
-        del row
-        gc.collect()
-        return any(id(o) == at and isinstance(o, Strip) for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
+    return _left_for_the_collector(use)
 
 
 def test_a_row_as_wide_as_the_view_is_freed_when_dropped():
