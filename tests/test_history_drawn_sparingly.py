@@ -72,3 +72,40 @@ async def test_the_log_pane_is_redrawn_sparingly_while_the_history_is_read(tmp_p
     assert len(head_times) >= 3 and len(head_times) > len(log_times)
     # and once read, the log pane shows the end of the history
     assert app.log_pane._seen_total == st.log_total and st.log[-1].text == REAL[-1].decode().rstrip("\n")
+
+
+async def test_what_a_history_redraw_left_is_drawn_though_no_more_history_comes(monkeypatch):
+    """The history's lines stop coming mid-read (a slow or stalled link): the lines already
+    folded reach the log pane at the other panes' next turn (LOG_DRAW_ALL_S after their last
+    redraw), not only when more of the history arrives. Lines: SGLang 0.5.23's own (REAL)."""
+    from mambaconsole.state import LogLine, LogLines, RunInfo, RunsListed
+    from mambaconsole.ui import messages as M
+
+    monkeypatch.setattr(app_mod, "LOG_DRAW_S", 0.05)
+    monkeypatch.setattr(app_mod, "LOG_DRAW_ALL_S", 0.6)
+    app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
+    texts = [ln.decode().rstrip("\n") for ln in REAL[:40]]
+    offsets, off = [], 0
+    for t in texts:
+        offsets.append(off)
+        off += len(t.encode()) + 1
+    opened = 10 * off  # the file held ten times these lines when it was opened: history left
+
+    def piece(i: int, j: int) -> LogLines:
+        return LogLines("r1", tuple(LogLine("r1", offsets[k], texts[k], len(texts[k].encode())) for k in range(i, j)),
+                        size=opened, opened_size=opened if i == 0 else None, time_shift=0.0 if i == 0 else None)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        st = app.state
+        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+        st.show_log_of("r1")
+        await pilot.pause(0)
+        app.session.intake.put(piece(0, 20))
+        app.post_message(M.LogPending())
+        await wait_until(pilot, lambda: app.log_pane._seen_total == 20, timeout=10, what="the first piece drawn")
+        app.session.intake.put(piece(20, 40))  # the last piece before the link stalls
+        app.post_message(M.LogPending())
+        await wait_until(pilot, lambda: st.log_total == 40, timeout=10, what="the second piece folded")
+        assert st.reading_left() is not None  # still reading: nothing more comes
+        await wait_until(pilot, lambda: app.log_pane._seen_total == 40, timeout=3 * app_mod.LOG_DRAW_ALL_S,
+                         what="the second piece drawn without more history")

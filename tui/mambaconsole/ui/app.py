@@ -230,6 +230,7 @@ class ConsoleApp(App[int]):
         self._fold_paused = False  # _log_pending waits for input (INPUT_HOLD_S)
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
         self._log_frame_timer = None  # a Timer: draws what the last fold changed once the pacer lets it
+        self._reading_all_timer = None  # a Timer: draws what a redraw left while the history is read
         self._others_changed: set[str] = set()  # panes besides LOG_FIRST the folded lines changed
         self._others_at = float("-inf")  # perf_counter: they were last redrawn
         self._others_timer = None  # a Timer: redraws them once LOG_OTHERS_S has passed
@@ -284,7 +285,9 @@ class ConsoleApp(App[int]):
         most :data:`~mambaconsole.session.session.OPEN_WAIT_S`, :meth:`Session.link_opened`): the
         node's first command then runs while compose and mount do (its answers wait in the
         message queue, handled once mounted, in order with the keys). Meanwhile
-        :func:`opening.preload` imports what the console needs right after its first view."""
+        :func:`opening.preload` imports what the console needs right after its first view, and
+        the panes are built once both are done (under the command line, :func:`opening.open_host`
+        did the imports already; the demo waits for them, about 0.1 s)."""
         if self.start_workers:
             self.session.start()
             # what the first view's next second needs, imported meanwhile in a worker thread
@@ -475,8 +478,13 @@ class ConsoleApp(App[int]):
         """LOG_DRAW_S after the last redraw while the log's history is read and no line waits:
         draw as :meth:`_log_pending` does (everything, once the history is read)."""
         self._log_frame_timer = None
+        self._draw_reading()
+
+    def _draw_reading(self) -> None:
+        """Draw what is due while the history is read (:meth:`_draw_behind`), unless lines wait
+        (:meth:`_log_pending` draws then); everything due once it is read."""
         if self.session.intake.pending or self._closing:
-            return  # _log_pending draws
+            return
         if self.state.reading_left() is None:
             self._draw_when_due(time.perf_counter())
             return
@@ -496,6 +504,17 @@ class ConsoleApp(App[int]):
         self._drawn_at = now
         if all_due:
             self._drawn_all_at = now
+        if reading and changed and self._reading_all_timer is None:
+            # what is left is drawn at the other panes' next turn, even if no more of the
+            # history comes before it (a slow or stalled link)
+            self._reading_all_timer = self.set_timer(max(0.001, self._drawn_all_at + LOG_DRAW_ALL_S - now),
+                                                     self._reading_all_due)
+
+    def _reading_all_due(self) -> None:
+        """LOG_DRAW_ALL_S after the other panes' last redraw while the history is read: draw
+        what the redraws since left for their turn."""
+        self._reading_all_timer = None
+        self._draw_reading()
 
     def _resume_fold(self) -> None:
         self._fold_paused = False
