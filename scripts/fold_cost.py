@@ -48,7 +48,7 @@ def _pieces(text: str, chunk: int) -> tuple[list[LogLines], int]:
         offsets.append(off)
         nbytes.append(n)
         off += n + 1
-    batch = LineBatch(offsets, lines, nbytes)
+    batch = LineBatch(offsets, lines, nbytes, consecutive=True)  # as log_batch makes them
     return [LogLines("r1", batch[i:i + chunk], size=off, opened_size=off if i == 0 else None,
                      time_shift=3600.0 if i == 0 else None)
             for i in range(0, len(lines), chunk)], len(lines)

@@ -105,9 +105,13 @@ def open_host(host: str, overrides: dict[str, Any]) -> Opened:
 def preload() -> None:
     """Import :data:`FIRST_USE` (where not imported yet): what the console needs right after its
     first view, imported before it (in :func:`open_host`'s worker thread while the node answers;
-    the app does it while its connection opens)."""
+    the app does it while its connection opens). Only a head start: a module that cannot be
+    imported here (an installed library's inner module moved) is left to its first use."""
     for name in FIRST_USE:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
 
 
 def close_loop(loop: asyncio.AbstractEventLoop) -> None:

@@ -234,7 +234,9 @@ class BlockFold:
             self._kept = 0
 
     def _run(self, text: str, s: int, e: int) -> None:
-        """The simple lines ``text[s:e]``; a plain-text one only where a simple line follows."""
+        """The simple lines ``text[s:e]``; a plain-text one (or a batch line without
+        ``#queue-req``) last only where a simple or an enveloped (:data:`~mambaconsole.sglang.
+        events.HOT_LINE`) line follows, which ends the record it might continue."""
         fold = self.fold
         k = text.count("\n", s, e)
         parser = self.parser

@@ -237,7 +237,7 @@ class LogView(ScrollView, can_focus=True):
         self._reset_rows()
         if self.wrap:
             end, rows, ends = 0, self._line_rows, self._ends
-            for ln in self.lines._d:
+            for ln in self.lines.tail_raw(len(self.lines)):  # every kept line, lines added as texts too
                 end += rows(ln[1])
                 ends.append(end)
         self._cache.clear()
