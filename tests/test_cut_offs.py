@@ -36,7 +36,9 @@ async def test_header_keeps_the_state_word_with_its_exit_code_and_simulated_whol
         first = app.bar.render_line(0).text
         assert "● STOPPED exit 130 " in first
         assert " SIMULATED " in first
-        assert " up 4 min 50 s " in first and " data 12 s ago " in first  # 80 columns hold them too
+        # the run ended: how long it ran (from its start to its end), not an uptime
+        assert " ran 4 min 50 s " in first and " up " not in first
+        assert " data 12 s ago " in first  # 80 columns hold them too
         assert "…" not in first  # parts give way whole, nothing is cut mid-word
 
 

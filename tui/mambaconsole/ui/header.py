@@ -61,8 +61,9 @@ def status_text(state: ConsoleState, styles: dict[str, str], width: int | None =
         parts.append(Part(f" log silent {fmt_duration(silent)} (process alive) ", styles.get("starting", "bold"),
                           give_way=6, short=f" log silent {fmt_duration(silent)} "))
     up = s.uptime()
-    if up is not None:
-        parts.append(Part(f" up {fmt_duration(up)} ", give_way=3))
+    if up is not None:  # a run that ended: how long it ran, not an uptime
+        ended = s.run is not None and s.run.ended is not None
+        parts.append(Part(f" {'ran' if ended else 'up'} {fmt_duration(up)} ", give_way=3))
     if s.last_data is not None:  # the server's own data (log lines, HTTP): ages once it stops
         parts.append(Part(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim", give_way=5))
     if read_only:  # --read-only: the keys that change the node are off, said where it always shows
