@@ -100,11 +100,16 @@ async def test_intake_stops_the_reader_while_the_backlog_is_full():
     await asyncio.wait_for(waiting, 1)
 
 
+
+def _follow_r1(app: ConsoleApp) -> None:
+    """The app's state has one running run, r1, and its log pane shows r1's log."""
+    app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
+    app.state.show_log_of("r1")
+
 async def test_a_key_is_answered_before_a_flood_is_folded_in():
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         flood = LogLines("r1", lines(20_000))
         seen_at_key: list[int] = []
@@ -188,8 +193,7 @@ async def _fed_in_batches(app, pilot, n_batches: int, per: int, gap_s: float) ->
 async def test_a_flood_is_drawn_as_its_measured_cost_allows_and_its_last_lines_are_drawn():
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         # 40 batches of 5 lines, one every 2 ms (a flood the console keeps up with)
         draws = await _fed_in_batches(app, pilot, 40, 5, 0.002)
@@ -214,8 +218,7 @@ async def test_lines_are_drawn_in_the_turn_that_folds_them_while_redraws_are_che
     monkeypatch.setattr(app_mod, "LOG_DRAW_SHARE", 1e9, raising=False)  # cost / share: no wait
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         folded_at: list[int] = []
         fold = app.session.fold_log
@@ -257,8 +260,7 @@ async def test_what_the_first_paint_does_not_need_starts_once_the_log_is_drawn(m
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         started: list[str] = []
         app.session.after_first_log(lambda: started.append("facts"))
         history = lines(300)
@@ -292,8 +294,7 @@ async def test_after_a_key_the_flood_waits_while_the_key_is_drawn():
     screen update was written after it."""
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         gpu = app.query_one("#gpu")
         events_seen: list[str] = []
@@ -328,8 +329,7 @@ async def test_the_fold_waits_for_a_key_only_until_its_action_is_on_screen(monke
     monkeypatch.setattr(app_mod, "INPUT_HOLD_S", 30.0)
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         app.post_message(events.Key("1", "1"))  # focus the GPU pane: its binding runs an action
         await asyncio.sleep(0)
@@ -344,8 +344,7 @@ async def test_a_redraw_never_reported_on_screen_does_not_stop_the_log_being_dra
     once the pacer's ``unshown`` time has passed."""
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0.05)
         app._pacer.begin(time.perf_counter())  # a redraw whose screen update is never reported
         app.session.intake.put(LogLines("r1", lines(3)))
@@ -373,8 +372,7 @@ async def test_a_line_is_drawn_in_the_log_pane_first_and_the_other_panes_follow_
     monkeypatch.setattr(app_mod, "LOG_OTHERS_S", 0.3, raising=False)
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         stats = app.query_one("#spec-stats")
         spec_drawn: list[tuple[float, str]] = []  # (when, what) the spec pane was redrawn with
@@ -448,8 +446,7 @@ async def test_the_log_panes_status_row_follows_its_lines_with_the_other_panes(m
     monkeypatch.setattr(app_mod, "LOG_OTHERS_S", 0.3, raising=False)
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         status = app.query_one("#log-status")
         drawn: list[tuple[int, str]] = []  # (lines the log pane took, its status row then)
@@ -494,8 +491,7 @@ async def test_a_followed_logs_scroll_messages_stop_at_the_log_pane():
 
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
     async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
-        app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
-        app.state.show_log_of("r1")
+        _follow_r1(app)
         await pilot.pause(0)
         off = 0
         for k in range(40):  # more lines than the view has rows: it scrolls with each from then on
