@@ -100,11 +100,11 @@ async def test_intake_stops_the_reader_while_the_backlog_is_full():
     await asyncio.wait_for(waiting, 1)
 
 
-
 def _follow_r1(app: ConsoleApp) -> None:
     """The app's state has one running run, r1, and its log pane shows r1's log."""
     app.state.apply(RunsListed((RunInfo("r1", log_path="/x", state="running"),), "r1"))
     app.state.show_log_of("r1")
+
 
 async def test_a_key_is_answered_before_a_flood_is_folded_in():
     app = ConsoleApp(Feed(LocalNode("t"), HostSettings()), start_workers=False)
