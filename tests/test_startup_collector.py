@@ -85,6 +85,34 @@ async def test_the_app_turns_the_collector_back_on_once_the_logs_history_is_read
         await wait_until(pilot, gc.isenabled, timeout=10, what="the collector on again")
 
 
+async def test_once_the_history_is_read_full_collections_are_rare_until_the_app_ends(collector_on, tmp_path,
+                                                                                    monkeypatch):
+    """A full collection rescans what start-up did not freeze (Textual's row caches): at
+    Python's default (every 10 collections of the middle generation) one ran about every second
+    while a line came every 10 ms. Once the history is read: every 100; Python's again after."""
+    from fixtures.console import console_for, wait_until
+
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # Python's defaults
+    try:
+        log = tmp_path / "server.log"
+        log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] INFO: line {i}\n" for i in range(500)))
+        d = tmp_path / "home" / "runs" / "20261201-100000-gc"
+        d.mkdir(parents=True)
+        (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
+        (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": time.time() - 60,
+                                                   "log_path": str(log)}))
+        app = console_for(LocalNode("t"), str(tmp_path / "home"), agent_python=sys.executable)
+        async with app.run_test(size=(120, 40)) as pilot:
+            st = app.state
+            await wait_until(pilot, lambda: st.log_total == 500 and st.reading_left() is None, what="the history read")
+            await wait_until(pilot, lambda: gc.get_threshold() == (700, 10, 100), timeout=10,
+                             what="full collections every 100 of the middle generation")
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
 async def test_without_a_log_the_collector_runs_again_soon_after_the_mount(collector_on, monkeypatch):
     from fixtures.console import wait_until
     from mambaconsole.ui import app as ui_app

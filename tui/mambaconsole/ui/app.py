@@ -32,7 +32,7 @@ from mambaconsole.session.feed import Feed
 from mambaconsole.session.session import Listener, Session
 from mambaconsole.state import ConsoleState, RunInfo
 from mambaconsole.ui import messages as M
-from mambaconsole.ui import release_collector, strip_cycles
+from mambaconsole.ui import release_collector, steady_collector, strip_cycles
 from mambaconsole.ui.args_pane import ArgsPane
 from mambaconsole.ui.footer import KeyFooter
 from mambaconsole.ui.gpu_pane import GpuPane
@@ -229,6 +229,7 @@ class ConsoleApp(App[int]):
         self._input_at = -1.0  # the last key press or click (perf_counter)
         self._fold_paused = False  # _log_pending waits for input (INPUT_HOLD_S)
         self._frozen_after_log = False  # gc.freeze() again once the log's history is read
+        self._gc_thresholds = None  # the collector's thresholds before steady_collector(), to put back
         self._log_frame_timer = None  # a Timer: draws what the last fold changed once the pacer lets it
         self._reading_all_timer = None  # a Timer: draws what a redraw left while the history is read
         self._others_changed: set[str] = set()  # panes besides LOG_FIRST the folded lines changed
@@ -455,10 +456,13 @@ class ConsoleApp(App[int]):
         now = time.perf_counter()
         if not more and not self._frozen_after_log and self.state.reading_left() is None:
             # what the first read of the log built to last (SGLang knowledge, imported on first
-            # use; the fold; the panes' caches) joins startup's out of the collector's full passes
+            # use; the fold; the panes' caches) joins startup's out of the collector's full
+            # passes, which from now on run rarely (ui/__init__.py FULL_AFTER)
             self._frozen_after_log = True
             gc.freeze()
             release_collector()
+            if self._gc_thresholds is None:
+                self._gc_thresholds = steady_collector()
         reading = self.state.reading_left() is not None
         if not more and not reading:
             self._draw_when_due(now)
@@ -943,6 +947,9 @@ class ConsoleApp(App[int]):
         quit hook (closing the feed), each bounded so that quitting never hangs on a dead node."""
         self._closing = True
         gc.unfreeze()  # frozen in on_mount; collectable again (many apps in one process: tests)
+        if self._gc_thresholds is not None:
+            gc.set_threshold(*self._gc_thresholds)
+            self._gc_thresholds = None
         await self.session.close()
         self.workers.cancel_all()
         pending = [w._task for w in self.workers if getattr(w, "_task", None) is not None]
