@@ -6,20 +6,30 @@ the request itself, and that it stays safe.
   runs (``httpcore/_synchronization.py``, at every lock, event and cancellation shield it sets
   up); without the package installed that was a failed import, a search of ``sys.path``, four
   times per poll, on the event loop;
+- its client loads no CA bundle (certifi's: about 28 ms of CPU) for polls that are plain http,
+  and an https server whose certificate it cannot verify is refused, not read unverified;
+- an HTTP proxy named in the environment does not take the polls of the local forward.
 
-Served by a real HTTP server on loopback."""
+Served by a real HTTP server on loopback (and a real TLS one)."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import datetime
 import http.server
+import ipaddress
+import socket
+import ssl
 import sys
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mambaconsole.node.local import LocalNode
+from mambaconsole.session import feed as feed_module
 from mambaconsole.session.feed import Feed
 from mambaconsole.session.settings import HostSettings
 
@@ -84,4 +94,88 @@ async def test_a_poll_after_the_first_imports_nothing_on_the_event_loop(sglang_h
         finally:
             await feed.close()
     assert dict(lookups.names) == {}
+
+
+async def test_the_feeds_client_loads_no_certificates(sglang_http, monkeypatch):
+    """Its polls are plain http to the forward's local end: no CA bundle is read for them."""
+    loaded = []
+    for method in ("load_verify_locations", "load_default_certs"):
+        real = getattr(ssl.SSLContext, method)
+
+        def counting(self, *a, _real=real, _method=method, **kw):
+            loaded.append(_method)
+            return _real(self, *a, **kw)
+
+        monkeypatch.setattr(ssl.SSLContext, method, counting)
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(port=sglang_http), adopt=False)
+        try:
+            assert (await feed.server_info(sglang_http)).error is None
+            assert (await feed.metrics(sglang_http, "r1")).error is None
+        finally:
+            await feed.close()
+    assert loaded == []
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """(certificate, key) PEM files for 127.0.0.1, signed by themselves (no CA vouches)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def test_the_feeds_client_refuses_an_https_server_it_cannot_verify(tmp_path):
+    """No CA bundle does not mean no verification: an https URL (which the feed never builds)
+    fails on the server's certificate instead of being read unverified."""
+    cert_file, key_file = _self_signed(tmp_path)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    srv.socket = tls.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    client = await asyncio.to_thread(feed_module._http_client)  # as the feed makes it
+    try:
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(f"https://127.0.0.1:{srv.server_port}/server_info")
+    finally:
+        await client.aclose()
+        srv.shutdown()
+        srv.server_close()
+
+
+async def test_an_environment_proxy_does_not_take_the_polls_of_the_forward(sglang_http, monkeypatch):
+    """The polls go to this machine's end of the SSH forward: a proxy named in the environment
+    (here one that refuses every connection) is not asked to reach 127.0.0.1 for them."""
+    with socket.socket() as s:  # a port nothing listens on: a proxy there refuses the connection
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, dead)
+    async with LocalNode() as node:
+        feed = Feed(node, HostSettings(port=sglang_http), adopt=False)
+        try:
+            info = await feed.server_info(sglang_http)
+            m = await feed.metrics(sglang_http, "r1")
+        finally:
+            await feed.close()
+    assert info.error is None and info.data["version"] == "0.5.23"
+    assert m.error is None and m.values
 
