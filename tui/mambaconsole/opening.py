@@ -32,11 +32,12 @@ UI_MODULE = "mambaconsole.ui.app"
 #: what the console imports at first use in the first second after its first view (the node's
 #: facts, the server's first HTTP polls and the resolution start then): the resolver client
 #: (``mambaconsole.resolve``, 18-22 ms of CPU on this project's 2-core box), the ``/metrics``
-#: parser with prometheus_client (21-24 ms), the HTTP client's httpx and anyio's asyncio backend
-#: (14 and 20 ms, in a worker thread whose slices of the interpreter the event loop waits for),
-#: the JSON bounds and ``time.strptime``'s module. Imported before the first view
+#: parser with prometheus_client (21-24 ms), the HTTP client's httpx, its transport httpcore
+#: (which httpx 0.28 imports only when a client is made: 14-16 ms) and anyio's asyncio backend
+#: (14, 14-16 and 20 ms, in a worker thread whose slices of the interpreter the event loop waits
+#: for), the JSON bounds and ``time.strptime``'s module. Imported before the first view
 #: (:func:`preload`), not on the event loop while the first live lines and keys come in.
-FIRST_USE = ("mambaconsole.resolve", "mambaconsole.sglang.metrics", "httpx", "anyio._backends._asyncio",
+FIRST_USE = ("mambaconsole.resolve", "mambaconsole.sglang.metrics", "httpx", "httpcore", "anyio._backends._asyncio",
              "mambaconsole.bounded", "_strptime")
 
 
