@@ -89,7 +89,7 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
     app = bare_app()
     r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" OutOfMemory here" if i in (10, 20, 30) else "") for i in range(50)]
     r2 = [f"[2026-11-30 12:01:00] r2 line {i}" + (" OutOfMemory again" if i == 5 else "") for i in range(40)]
-    async with app.run_test(size=(200, 40)) as pilot:  # 200: the search and filter fit on the status line
+    async with app.run_test(size=(240, 40)) as pilot:  # 240: the search and filter fit on the status line
         show_run(app, "r1")
         write(app, "r1", r1)
         await pilot.pause(0.05)
@@ -107,10 +107,10 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         want = [t for t in r1 if any(f"line {d}" in t for d in "0123")]
         n_kept = sum("OutOfMemory" in t for t in want)
         # the rows changed: the matches are counted again, none is current until n
-        assert f"search 'OutOfMemory' {n_kept} matches · filter line [0-3]" in status(app)
+        assert f"search 'OutOfMemory' {n_kept} matches (Esc: clear) · filter line [0-3]" in status(app)
         await pilot.press("n")
         await pilot.pause(0.05)
-        assert re.search(rf"search 'OutOfMemory' [1-{n_kept}]/{n_kept} · filter line \[0-3\]", status(app)), status(app)
+        assert re.search(rf"search 'OutOfMemory' [1-{n_kept}]/{n_kept} \(Esc: clear\) · filter line \[0-3\]", status(app)), status(app)
         # shown apart from the log's text: the status line, in its own style; no view row is the query
         chip = pane._texts["#log-status"]  # the Rich Text the status row was given
         assert chip.plain == status(app)
@@ -128,11 +128,11 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         assert not shown(app, "search") and not shown(app, "filter")
         # ... counting r2's own matches (none current yet), nothing said about r1's lines
         n2 = sum("OutOfMemory" in t for t in r2 if any(f"line {d}" in t for d in "0123"))
-        assert f"search 'OutOfMemory' {n2} match{'' if n2 == 1 else 'es'} · filter" in status(app), status(app)
+        assert f"search 'OutOfMemory' {n2} match{'' if n2 == 1 else 'es'} (Esc: clear) · filter" in status(app), status(app)
         # lines arriving later are counted as they come
         write(app, "r2", r2 + ["[2026-11-30 12:02:00] r2 line 1 OutOfMemory late"])
         await pilot.pause(0.05)
-        assert f"search 'OutOfMemory' {n2 + 1} match{'' if n2 + 1 == 1 else 'es'} · filter" in status(app), status(app)
+        assert f"search 'OutOfMemory' {n2 + 1} match{'' if n2 + 1 == 1 else 'es'} (Esc: clear) · filter" in status(app), status(app)
 
 
 async def test_notes_about_one_runs_log_do_not_stay_on_the_next_one():
@@ -152,6 +152,69 @@ async def test_notes_about_one_runs_log_do_not_stay_on_the_next_one():
         await pilot.pause(0.05)
         assert "not found" not in status(app) and "first error" not in status(app)
         assert "search 'memory_pool' 0 matches" in status(app), status(app)
+
+
+@pytest.mark.parametrize("zoomed", [False, True], ids=["pane", "zoomed"])
+async def test_a_search_carried_to_a_log_without_it_says_so_and_esc_clears_it(zoomed):
+    """The search stays on for the next run's log (where the same text is looked for); where
+    that log has none, the status says which search is in force, that it found nothing and the
+    key that clears it; Esc on the log then clears it (zoomed: before Esc un-zooms)."""
+    app = bare_app()
+    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" CUDA out of memory" if i == 7 else "") for i in range(30)]
+    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" for i in range(30)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", r1)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.view.focus()
+        if zoomed:
+            await pilot.press("z")
+            await pilot.pause(0.05)
+            assert app.screen.maximized is pane
+        await pilot.press("slash", *"out of memory", "enter")
+        await pilot.pause(0.05)
+        # a match in view says a search is on: the hint may give way to keep the log's rows
+        assert "search 'out of memory' 1/1" in status(app), status(app)
+        show_run(app, "r1", "r2")  # the next run's log, where the text is not
+        write(app, "r2", r2)
+        await pilot.pause(0.05)
+        assert app.state.log_run_id == "r2"
+        assert "search 'out of memory' 0 matches (Esc: clear)" in status(app), status(app)
+        await pilot.press("escape")
+        await pilot.pause(0.05)
+        assert pane.search_text == "" and "search" not in status(app), status(app)
+        assert app.focused is pane.view
+        if zoomed:
+            assert app.screen.maximized is pane  # the first Esc cleared the search only
+        # no search in force: Esc is no longer the log's (zoomed, it un-zooms as before)
+        await pilot.press("escape")
+        await pilot.pause(0.05)
+        assert app.screen.maximized is None
+        assert pane.search_text == "" and [ln.text for ln in pane._shown] == r2
+
+
+async def test_the_search_keeps_its_esc_hint_in_a_narrow_pane_until_its_text_would_be_unreadable():
+    """In a row of its own too narrow for it whole, the search text is cut before the hint
+    goes; the hint goes before the text is cut below 8 cells."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", ["[2026-11-30 12:00:00] max_running_requests=8"])
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.set_search("max_running_requests")
+        show_run(app, "r1", "r2")  # carried to a log without it
+        write(app, "r2", [f"[2026-11-30 12:00:00] line {i}" for i in range(10)])
+        await pilot.pause(0.05)
+        # "search '" 8 + the text 20 + "'" 1 + " 0 matches" 10 + the hint 13 = 52 cells, 54 with the padding
+        assert pane._active_rows("", 54).plain == " search 'max_running_requests' 0 matches (Esc: clear) "
+        # 50: 48 for the row, 16 for the text (15 and the ellipsis)
+        assert pane._active_rows("", 50).plain == " search 'max_running_req…' 0 matches (Esc: clear) "
+        # 42: 8 cells of text and the hint; 41: the hint goes, and the text fits whole without it
+        assert pane._active_rows("", 42).plain == " search 'max_run…' 0 matches (Esc: clear) "
+        assert pane._active_rows("", 41).plain == " search 'max_running_requests' 0 matches "
+        assert pane._active_rows("", 30).plain == " search 'max_runn…' 0 matches "
 
 
 async def test_status_says_paused_as_soon_as_the_view_scrolls_up():

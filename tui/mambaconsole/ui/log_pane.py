@@ -4,7 +4,9 @@ severity colours, ``E`` jumps to the first error, ``r`` picks another run's log,
 HTTP access lines of the polls (hide the console's own / dim / show), ``w`` wraps long lines or
 not (on by default; continuation rows start with a dim ``↳``). The search and filter boxes
 close on Enter (an empty filter clears it) or Esc (changes nothing); the active search and filter
-stay on (also across runs) and are shown in the status line, apart from the log's text. Always says whose log it
+stay on (also across runs: the next run's log is searched for the same text, its matches
+counted, ``0 matches`` where it has none) and are shown in the status line, apart from the log's
+text, the search with the key that clears it (Esc on the log, before Esc un-zooms). Always says whose log it
 shows, and warns when that is not the current run's or is older than the run. Memory is bounded
 by :data:`mambaconsole.state.LOG_KEEP` lines; the rows are drawn by
 :class:`mambaconsole.ui.log_view.LogView`, which renders only the visible ones."""
@@ -54,6 +56,9 @@ def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
         return None, invert, f"not a regex: {exc}"
 
 
+#: after the search in force in the status: the key that clears it (:meth:`LogPane.action_clear_search`)
+CLEAR_HINT = " (Esc: clear)"
+
 #: the search and filter boxes' prompts, longest first: a box shows the longest that fits whole
 #: (at 120x40 the pane is 56 columns and the filter's long prompt ended at "(Enter: apply;")
 _PROMPTS = {
@@ -71,6 +76,7 @@ class LogPane(Vertical):
         Binding("slash", "search", "Search"),
         Binding("n", "next_match", "Next", show=False),
         Binding("N", "prev_match", "Prev", show=False),
+        Binding("escape", "clear_search", "Clear the search", show=False),
         Binding("f", "filter", "Filter"),
         Binding("E", "first_error", "First error"),
         Binding("a", "cycle_access", "Access lines", show=False),
@@ -253,7 +259,8 @@ class LogPane(Vertical):
         (:func:`~mambaconsole.ui.fit.fit_parts`): ``(last N kept)``; ``b: earlier lines`` and the
         poll lines dimmed/shown; the line count (short: ``400 ln``); the poll lines hidden (short:
         ``9 polls hidden (a)``); the skipped middle (short: ``2 GiB skipped``); a ``…`` at the end
-        says some gave way. Where the search and filter in force do not fit
+        says some gave way. The search's ``(Esc: clear)`` gives way first where it would cost
+        the log a row and a match in view says a search is on (:meth:`_hints`). Where the search and filter in force do not fit
         beside the rest, they take a row of their own above it (``#log-active``; two rows, search and
         filter, where one is too narrow), their texts cut
         (``Decode b…``) only where a row is too narrow, their counts never (at 120x40 the pane
@@ -295,13 +302,15 @@ class LogPane(Vertical):
             parts.append(Part(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)", give_way=1))
         parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)"))
 
-        active = self._active_text()  # first: the part that changes what the rows mean
         active_row = None
-        if active:
+        if self._active_parts():  # first: the part that changes what the rows mean
             style = f"bold reverse {c.get('secondary', 'cyan')}"
-            with_active = parts[:active_at] + [Part(" "), Part(f" {active} ", style), Part(" ")] + parts[active_at:]
-            if width is None or sum(cell_len(p.text) for p in with_active if p.give_way is None) <= width:
-                parts = with_active
+            for hint in self._hints():
+                active = " · ".join(self._active_parts(hint=hint))
+                with_active = parts[:active_at] + [Part(" "), Part(f" {active} ", style), Part(" ")] + parts[active_at:]
+                if width is None or sum(cell_len(p.text) for p in with_active if p.give_way is None) <= width:
+                    parts = with_active
+                    break
             else:  # rows of their own, above, so that the status line's essentials stay whole
                 active_row = self._active_rows(style, width)
         box = self.query_one("#log-active", Static)
@@ -320,31 +329,40 @@ class LogPane(Vertical):
         never its counts."""
         rows = [" · ".join(self._active_parts())] if width is None else []
         if not rows:
-            one = " · ".join(self._active_parts())
-            if cell_len(one) + 2 <= width:
+            one = next((one for hint in self._hints()
+                        if cell_len(one := " · ".join(self._active_parts(hint=hint))) + 2 <= width), None)
+            if one is not None:
                 rows = [one]
             else:
                 longest = max(len(self.search_text), len(self.filter_text))
                 for i in range(len(self._active_parts())):
-                    limit = None
-                    while True:
-                        row = self._active_parts(limit)[i]
-                        if cell_len(row) + 2 <= width or limit == 1:
+                    # the search's Esc hint stays while its text can keep 8 cells; then it goes
+                    for hint, floor in ((True, min(8, longest)), (False, 1)):
+                        limit = None
+                        while True:
+                            row = self._active_parts(limit, hint=hint)[i]
+                            if cell_len(row) + 2 <= width or (limit or longest) <= floor:
+                                break
+                            limit = (limit or longest) - 1
+                        if cell_len(row) + 2 <= width:
                             break
-                        limit = (limit or longest) - 1
                     rows.append(row)
         t = Text(no_wrap=True, overflow="ellipsis")
         for i, row in enumerate(rows):
             t.append(("\n" if i else "") + f" {row} ", style)
         return t
 
-    def _active_text(self) -> str:
-        """``search 'OutOfMemory' 3/7 · filter !mem (27 shown)``: the search and filter in force."""
-        return " · ".join(self._active_parts())
+    def _hints(self) -> tuple[bool, ...]:
+        """Whether the search part may be drawn with its :data:`CLEAR_HINT`, in the order tried:
+        always with it where no match of the search is in view to say a search is on (none in
+        this log, or not found); with it, else without, where the hint would cost the log a row."""
+        found = self._match_info is not None and self._match_info[1] > 0
+        return (True, False) if found else (True,)
 
-    def _active_parts(self, limit: int | None = None) -> list[str]:
-        """``["search 'OutOfMemory' 3/7", "filter !mem (27 shown)"]``: the search and filter in
-        force; ``limit``: each text cut to that many cells, its end an ellipsis."""
+    def _active_parts(self, limit: int | None = None, hint: bool = True) -> list[str]:
+        """``["search 'OutOfMemory' 3/7 (Esc: clear)", "filter !mem (27 shown)"]``: the search
+        and filter in force; ``limit``: each text cut to that many cells, its end an ellipsis;
+        ``hint``: the search's :data:`CLEAR_HINT`."""
         def cut(text: str) -> str:
             return text if limit is None or cell_len(text) <= limit else set_cell_size(text, limit - 1) + "…"
 
@@ -357,7 +375,7 @@ class LogPane(Vertical):
             else:
                 n = self._match_info[1]
                 where = f" {n} match{'' if n == 1 else 'es'}"
-            parts.append(f"search '{cut(self.search_text)}'{where}")
+            parts.append(f"search '{cut(self.search_text)}'{where}{CLEAR_HINT if hint else ''}")
         if self.filter_text and self._filter is not None:
             parts.append(f"filter {cut(self.filter_text)} ({len(self._shown)} shown)")
         return parts
@@ -444,6 +462,22 @@ class LogPane(Vertical):
         self.view.restyle(search=text)
         if self._state:
             self.action_next_match()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Esc clears a search only where one is in force (else the key goes on: it un-zooms);
+        None: listed under ``?``, not run."""
+        if action == "clear_search":
+            return True if self.search_text else None
+        return True
+
+    def action_clear_search(self) -> None:
+        """Esc on the log: no search in force (its highlights and its part of the status go)."""
+        self.set_search("")
+
+    def takes_escape(self, focused: object) -> bool:
+        """Esc on the log view clears the search in force before it un-zooms the pane
+        (:attr:`ConsoleApp.escape_to_minimize` asks: Textual un-zooms before any binding)."""
+        return bool(self.search_text) and focused is self.view
 
     def action_cycle_access(self) -> None:
         """``a``: HTTP access lines of polls: those of the console's own polls hidden (default,
