@@ -63,19 +63,24 @@ def test_a_console_that_fails_before_its_mount_turns_the_collector_back_on(colle
     assert gc.isenabled()
 
 
+def _ended_run(tmp_path, lines: int) -> None:
+    """An ended run in the store ``tmp_path/home`` whose log has ``lines`` INFO lines."""
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] INFO: line {i}\n" for i in range(lines)))
+    d = tmp_path / "home" / "runs" / "20261201-100000-gc"
+    d.mkdir(parents=True)
+    (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
+    (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": time.time() - 60,
+                                               "log_path": str(log)}))
+
+
 async def test_the_app_turns_the_collector_back_on_once_the_logs_history_is_read(collector_on, tmp_path,
                                                                                    monkeypatch):
     from fixtures.console import console_for, wait_until
     from mambaconsole.ui import app as ui_app
 
     monkeypatch.setattr(ui_app, "COLLECTOR_HELD_S", 60.0)  # not the bound: the history's end
-    log = tmp_path / "server.log"
-    log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] INFO: line {i}\n" for i in range(3000)))
-    d = tmp_path / "home" / "runs" / "20261201-100000-gc"
-    d.mkdir(parents=True)
-    (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
-    (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": time.time() - 60,
-                                               "log_path": str(log)}))
+    _ended_run(tmp_path, 3000)
     hold_collector()
     app = console_for(LocalNode("t"), str(tmp_path / "home"), agent_python=sys.executable)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -95,13 +100,7 @@ async def test_once_the_history_is_read_full_collections_are_rare_until_the_app_
     before = gc.get_threshold()
     gc.set_threshold(700, 10, 10)  # Python's defaults
     try:
-        log = tmp_path / "server.log"
-        log.write_text("".join(f"[2026-12-01 10:00:{i % 60:02d}] INFO: line {i}\n" for i in range(500)))
-        d = tmp_path / "home" / "runs" / "20261201-100000-gc"
-        d.mkdir(parents=True)
-        (d / "argv.json").write_text(json.dumps(["sleep", "1"]))
-        (d / "status.json").write_text(json.dumps({"state": "exited", "exit_code": 0, "started": time.time() - 60,
-                                                   "log_path": str(log)}))
+        _ended_run(tmp_path, 500)
         app = console_for(LocalNode("t"), str(tmp_path / "home"), agent_python=sys.executable)
         async with app.run_test(size=(120, 40)) as pilot:
             st = app.state
