@@ -139,10 +139,8 @@ async def test_pane_shows_gpu1_processes_and_history_peak_is_the_max_observed(no
             want = f"{peak / 1024:.1f} GiB seen"  # sampled: the log says nothing of memory
             await pilot.press("h")
             await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
-            from mambaconsole.ui.history import COLUMNS
-
             table = app.screen.query_one("DataTable")
-            assert str(table.get_row_at(0)[COLUMNS.index("peak GPU")]) == want
+            assert str(table.get_row_at(0)[table.get_column_index("peak GPU")]) == want
             await pilot.press("escape")
             # kept with the run on the node (within the note interval)
             async def noted():

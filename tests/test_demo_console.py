@@ -84,10 +84,12 @@ async def test_demo_first_failure_then_edit_relaunch_ready(demo_home, tmp_path):
         table = app.screen.query_one("DataTable")
         assert table.row_count == 2
         assert str(table.get_row_at(0)[0]) == new.run_id and str(table.get_row_at(1)[0]) == first.run_id
-        from mambaconsole.ui.history import COLUMNS  # (a "budget (log)" column came before the diff)
-
-        assert "--max-mamba-cache-size 24" in str(table.get_row_at(0)[COLUMNS.index("argv change")])
-        await wait_until(pilot, lambda: str(table.get_row_at(1)[2]).startswith("OOM exit 137"), what="the first run's outcome")
+        # the edit's two changes: the column shows them whole, or the first whole and how many more
+        cell = str(table.get_row_at(0)[table.get_column_index("argv change")])
+        edits = ["+ --max-mamba-cache-size 24", "+ --mamba-full-memory-ratio 0.4"]
+        assert any(cell in (f"{a}  {b}", f"{a} … 1 more") for a, b in (edits, edits[::-1])), cell
+        await wait_until(pilot, lambda: str(table.get_row_at(1)[table.get_column_index("outcome")]).startswith("OOM exit 137"),
+                         what="the first run's outcome")
         # the highlighted run in full under the table: the whole argv change, which the column cuts
         detail = lambda: shown(app.screen.query_one("#hist-detail"))  # noqa: E731
         assert f"run {new.run_id}" in " ".join(detail().split())

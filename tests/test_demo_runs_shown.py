@@ -151,7 +151,7 @@ async def test_stopped_run_is_last_seen_and_one_vocabulary(demo_home):
         await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
         table = app.screen.query_one("DataTable")
         await wait_until(pilot, lambda: table.row_count == 2)
-        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["READY", "OOM exit 137"]
+        assert [str(table.get_row_at(i)[table.get_column_index("outcome")]) for i in range(2)] == ["READY", "OOM exit 137"]
         await pilot.press("escape")
 
         # stop it: S, y (SIGINT: exit 130 = 128 + SIGINT)
@@ -185,7 +185,7 @@ async def test_stopped_run_is_last_seen_and_one_vocabulary(demo_home):
         await pilot.press("h")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
         table = app.screen.query_one("DataTable")
-        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["STOPPED exit 130", "OOM exit 137"]
+        assert [str(table.get_row_at(i)[table.get_column_index("outcome")]) for i in range(2)] == ["STOPPED exit 130", "OOM exit 137"]
         await pilot.press("escape")
         # relaunching a run that is over only starts a new one
         await wait_until(pilot, lambda: type(app.screen).__name__ != "HistoryScreen")

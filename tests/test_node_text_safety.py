@@ -10,7 +10,7 @@ from textual.app import App
 from mambaconsole.sglang.text import has_controls
 from mambaconsole.state import RunInfo
 from mambaconsole.session.feed import gpu_snapshot
-from mambaconsole.ui.history import COLUMNS, HistoryScreen
+from mambaconsole.ui.history import COLUMNS, GIVE_WAY, HistoryScreen
 
 MARKUP = ["--chat-template", "[INST] x [/INST]", "--served-model-name", "[bold red]m[/]", "--tag", "[/]"]
 
@@ -33,7 +33,7 @@ async def test_history_shows_an_argv_that_reads_as_markup():
     async with app.run_test(size=(200, 40)) as pilot:
         await pilot.pause()
         table = app.screen.query_one("DataTable")
-        cell = str(table.get_row_at(0)[COLUMNS.index(COLUMNS[-1])])
+        cell = str(table.get_row_at(0)[table.get_column_index("argv change")])
         # each value as the node holds it: the brackets are text, not styles
         for value in ("[INST] x [/INST]", "[bold red]m[/]", "[/]"):
             assert value in cell, cell
@@ -128,4 +128,11 @@ async def test_history_column_headers_are_whole(size):
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         header = app.screen.query_one("DataTable").render_line(0).text
-        assert [c for c in COLUMNS if c not in header] == [], header
+        # a column is whole or left out (in the order they give way), and the title names it
+        left = [c for c in COLUMNS if c not in header]
+        assert left == list(GIVE_WAY[:len(left)]), header
+        assert all(header.count(c) == 1 for c in COLUMNS if c not in left), header
+        title = str(app.screen.query_one("#hist-title").render())
+        assert all(c in title for c in left), title
+        if size[0] >= 200:
+            assert left == []

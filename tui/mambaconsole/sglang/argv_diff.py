@@ -60,9 +60,10 @@ def diff(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = None)
     return out
 
 
-def diff_text(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = None) -> str:
-    """One line: ``+ --flag v  ~ --flag a→b  - --flag v`` (added, changed, removed with the
-    value it had; ``unchanged`` when equal). The sign stands apart from the flag's own dashes."""
+def change_texts(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = None) -> list[str]:
+    """One text per change, in :func:`diff`'s order: ``+ --flag v``, ``~ --flag a→b``,
+    ``- --flag v`` (added, changed, removed with the value it had); empty when equal. The sign
+    stands apart from the flag's own dashes."""
     parts = []
     for kind, k, o, n in diff(old, new, spec):
         if kind == "+":
@@ -71,7 +72,13 @@ def diff_text(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = 
             parts.append(f"- {k}" + (f" {o}" if o is not None else ""))
         else:
             parts.append(f"~ {k} {o}→{n}")
-    return "  ".join(parts) or "unchanged"
+    return parts
+
+
+def diff_text(old: Sequence[str], new: Sequence[str], spec: ParserSpec | None = None) -> str:
+    """One line: ``+ --flag v  ~ --flag a→b  - --flag v`` (:func:`change_texts` two spaces
+    apart; ``unchanged`` when equal)."""
+    return "  ".join(change_texts(old, new, spec)) or "unchanged"
 
 
 def _negated(a: str, b: str) -> bool:

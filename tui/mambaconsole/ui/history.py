@@ -3,6 +3,13 @@ previous run, outcome, time to ready, peak GPU memory, the log's memory budget, 
 length. What the run record does not hold is read from each run's log on the node (SGLang
 knowledge's ``summarize``), in a worker, and filled in as it arrives.
 
+The table fits its screen: the argv change column takes the width the other columns leave. Where
+the screen is too narrow for every column and :data:`ARGV_MIN` cells of the argv change, columns
+give way, whole, in the order of :data:`GIVE_WAY` (the title says which); the detail line under
+the table holds every column of the highlighted run, the argv change whole. The argv change
+cell shows the changes that fit whole and says how many it left out (``… 1 more``,
+:func:`fit_changes`).
+
 "peak GPU" is the largest of (:func:`peak`): what a console sampled (the highest used memory of
 one GPU, NVML / nvidia-smi MiB, while the run was current and alive, kept with the run on the
 node by ``RunStore.note``), what PyTorch's OOM message says the process had in use when it
@@ -14,7 +21,9 @@ screen: GiB (SGLang's log says "GB" and means 2**30 bytes; PyTorch's message pri
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,7 +34,7 @@ from textual.widgets import DataTable, Static
 
 from mambaconsole.units import count
 from mambaconsole.state import RunInfo, fmt_duration, state_label, status_word
-from mambaconsole.sglang.argv_diff import diff_text
+from mambaconsole.sglang.argv_diff import change_texts
 from mambaconsole.sglang.text import display_text
 from mambaconsole.ui.footer import KeyFooter
 
@@ -33,6 +42,15 @@ from mambaconsole.ui.footer import KeyFooter
 SUMMARISE = 30
 COLUMNS = ("run", "started", "outcome", "to ready", "peak GPU", "budget (log)", "accept len",
            "argv change")  # from the previous run: the detail line under the table says so
+#: the columns left out of a table too narrow for all of them, the first to go first (each is in
+#: the detail line under the table): "started" (a run id begins with its UTC start), the
+#: log's budget is a lower bound of the peak, then the numbers; run, outcome and argv change stay
+GIVE_WAY = ("started", "budget (log)", "accept len", "to ready", "peak GPU")
+#: cells the argv change column keeps before other columns give way: one change of a long SGLang
+#: flag whole (``+ --mamba-full-memory-ratio 0.4`` is 31 cells, ``~ --mem-fraction-static 0.85→0.8`` 33)
+ARGV_MIN = 36
+#: DataTable's cell padding: blank cells each side of a column
+PAD = 1
 
 
 class Summarised(Message):
@@ -56,9 +74,48 @@ def peak(sampled_mib: float | None, oom_in_use_gib: float | None = None,
     return max(known, key=lambda x: x[0]) if known else None
 
 
+def fit_changes(changes: Sequence[str], width: int) -> str:
+    """``changes`` (one text each, :func:`~mambaconsole.sglang.argv_diff.change_texts`) in
+    ``width`` cells, two spaces apart: all where they fit; else those that fit whole, in order,
+    then ``… N more``; a first change too long alone cut, its end ``…`` (``+ --speculative-dra…
+    2 more``). What is left out is in the detail line under the table."""
+    whole = "  ".join(changes)
+    if cell_len(whole) <= width:
+        return whole
+    for k in range(len(changes) - 1, 0, -1):
+        text = "  ".join(changes[:k]) + f" … {len(changes) - k} more"
+        if cell_len(text) <= width:
+            return text
+    more = f" {len(changes) - 1} more" if len(changes) > 1 else ""
+    room = width - cell_len(more)
+    if room < 2:  # not even a cell of the first change and its ellipsis beside the count
+        return set_cell_size(whole, max(width - 1, 0)) + "…" if width else ""
+    return set_cell_size(changes[0], room - 1) + "…" + more
+
+
+def column_layout(rows: Sequence[tuple], width: int) -> tuple[list[str], int]:
+    """``(columns shown, argv change width)``: the :data:`COLUMNS` a table ``width`` cells wide
+    shows for ``rows`` (:func:`history_rows`) and the cells its argv change column gets. Each
+    other column is as wide as its widest cell or header; while they and ``min(the widest argv
+    change, ARGV_MIN)`` do not fit, the next of :data:`GIVE_WAY` is left out; the argv change
+    then takes what the others leave (at least that minimum: the table scrolls sideways where
+    even run and outcome leave less)."""
+    need = {c: max([cell_len(c)] + [cell_len(row[i]) for row in rows]) + 2 * PAD
+            for i, c in enumerate(COLUMNS[:-1])}
+    widest = max([cell_len(COLUMNS[-1])] + [cell_len("  ".join(row[-1])) for row in rows])
+    floor = min(widest, ARGV_MIN)
+    shown = list(COLUMNS[:-1])
+    for c in GIVE_WAY:
+        if sum(need[x] for x in shown) + floor + 2 * PAD <= width:
+            break
+        shown.remove(c)
+    return shown + [COLUMNS[-1]], max(floor, width - sum(need[x] for x in shown) - 2 * PAD)
+
+
 def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
                  peaks: dict[str, float] | None = None, current: tuple[str, str] | None = None) -> list[tuple]:
-    """One tuple of cell texts per run (the COLUMNS), newest first (``summaries``: run id ->
+    """One tuple of cell texts per run (the COLUMNS; the argv change a tuple of one text per
+    change, ``("first run",)``, ``("unchanged",)``), newest first (``summaries``: run id ->
     run_summary(); ``peaks``: run id -> peak GPU MiB this console saw, merged with the run
     record's and the log's numbers by :func:`peak`; ``current``: (run id, status word) of the run the header
     shows, whose word wins). Outcomes in the header's words (:func:`state_label`)."""
@@ -77,11 +134,23 @@ def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
         top_text = f"{top[0]:.1f} GiB {top[1]}" if top else "-"
         budget = f"{s['budget_gb']:.1f} GiB" if s.get("budget_gb") else "-"
         acc = r.mean_accept_len or s.get("mean_accept_len")
-        d = diff_text(prev.argv, r.argv) if prev is not None else "first run"
+        if prev is None:
+            d = ("first run",)
+        else:  # each change drawable: the node's text, its control characters made visible
+            d = tuple(display_text(c) for c in change_texts(prev.argv, r.argv)) or ("unchanged",)
         rows.append((r.run_id, when, out, fmt_duration(ttr) if ttr is not None else "-", top_text, budget,
                      f"{acc:.2f}" if acc else "-", d))
         prev = r
     return list(reversed(rows))
+
+
+class _HistoryTable(DataTable):
+    """The history's table: a new size (the detail line under it grew or shrank) fits it again."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, HistoryScreen):
+            screen.refit()
 
 
 class HistoryScreen(Screen[str | None]):
@@ -104,12 +173,8 @@ class HistoryScreen(Screen[str | None]):
         self.peaks = peaks if peaks is not None else {}
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("Run history", "bold"), f"  on {self.host}: {count(len(self.runs), 'run')}, newest first"),
-                     id="hist-title")
-        t = DataTable(cursor_type="row", id="hist-table")
-        for c in COLUMNS:
-            t.add_column(c, key=c)
-        yield t
+        yield Static("", id="hist-title")
+        yield _HistoryTable(cursor_type="row", id="hist-table")
         yield Static("", id="hist-detail")
         yield KeyFooter()
 
@@ -120,27 +185,63 @@ class HistoryScreen(Screen[str | None]):
             if todo:
                 self._summarise(todo)
 
+    def _room(self, t: DataTable, n_rows: int) -> int:
+        """Cells across the table's rows: its width (the screen's before its first layout), less
+        the vertical scrollbar where the rows and the header overflow its height."""
+        width, height = t.size if t.size.width else (self.size.width, self.size.height - 3)
+        return width - (t.styles.scrollbar_size_vertical if n_rows + t.header_height > height else 0)
+
     def _fill(self) -> None:
+        """The table anew from the runs and the summaries, fitted to its width (:func:`column_layout`);
+        the highlighted run stays highlighted."""
         t = self.query_one(DataTable)
-        t.clear()
         colors = self.app.theme_variables
         cur = (self.current, self.current_word) if self.current and self.current_word else None
         rows = history_rows(self.runs, self.cache, self.peaks, cur)
+        room = self._room(t, len(rows))
+        shown, argv_width = column_layout(rows, room)
+        self._fitted_to = room
+        keep = t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value if t.row_count else None
+        t.clear(columns=True)
+        for c in shown:
+            t.add_column(c, key=c, width=argv_width if c == COLUMNS[-1] else None)
         for row in rows:
             outcome = row[2]
             ostyle = colors.get("success", "green") if outcome.startswith("READY") else (
                 colors.get("error", "red") if outcome.split(" exit")[0] in ("OOM", "ARG ERROR", "CRASHED", "DEAD", "NEVER STARTED") else "")
             # every cell a Text: a str cell would be read as Rich markup, and an argv is the node's
             # text ("--chat-template '[INST] x [/INST]'" is not markup; an escape is not drawn)
-            t.add_row(Text(row[0], style="bold" if row[0] == self.current else ""), Text(row[1]),
-                      Text(outcome, style=ostyle), *(Text(c) for c in row[3:7]), Text(display_text(row[7])),
-                      key=row[0])
+            cells = {c: Text(v) for c, v in zip(COLUMNS, row[:-1])}
+            cells[COLUMNS[0]].stylize("bold" if row[0] == self.current else "")
+            cells["outcome"].stylize(ostyle)
+            cells[COLUMNS[-1]] = Text(fit_changes(row[-1], argv_width))
+            t.add_row(*(cells[c] for c in shown), key=row[0])
+        if keep is not None and keep in {row[0] for row in rows}:
+            t.move_cursor(row=t.get_row_index(keep), animate=False)
         self._rows = {row[0]: row for row in rows}
+        title = Text.assemble(("Run history", "bold"), f"  on {self.host}: {count(len(self.runs), 'run')}, newest first")
+        left = [c for c in COLUMNS if c not in shown]
+        if left:  # said whole where it fits, else counted
+            names = f"  · {', '.join(left)}: under the table"
+            fits = cell_len(title.plain + names) <= self.size.width - 2
+            title.append(names if fits else f"  · {count(len(left), 'column')} under the table", "dim")
+        self.query_one("#hist-title", Static).update(title)
         self._show_detail()
 
+    def refit(self) -> None:
+        """The table's room changed (a new screen size, the detail line's height, the vertical
+        scrollbar): fit it again where the room across its rows changed."""
+        t = self.query_one(DataTable)
+        rows = getattr(self, "_rows", None)
+        if rows is not None and self._room(t, len(rows)) != self._fitted_to:
+            self._fill()
+
+    def on_resize(self) -> None:
+        self.refit()
+
     def _show_detail(self) -> None:
-        """The highlighted run in full under the table: its id, outcome and the whole argv
-        change from the previous run (the table's last column cuts it)."""
+        """The highlighted run in full under the table: every column (the table may leave some
+        out) and the whole argv change from the previous run (the table's column may cut it)."""
         t = self.query_one(DataTable)
         rows = getattr(self, "_rows", {})
         if not t.row_count:
@@ -152,9 +253,10 @@ class HistoryScreen(Screen[str | None]):
             return
         d = Text(no_wrap=False)
         d.append(f"run {rid}", "bold")
-        d.append(f"  {row[2]}  started {row[1]}  to ready {row[3]}  peak {self._peak_detail(row[4])}  accept len {row[6]}\n")
+        d.append(f"  {row[2]}  started {row[1]}  to ready {row[3]}  peak {self._peak_detail(row[4])}"
+                 f"  budget (log) {row[5]}  accept len {row[6]}\n")
         d.append("argv change from the previous run: ", "dim")
-        d.append(display_text(row[7]) or "(none)")
+        d.append("  ".join(row[-1]))
         d.append("\nEnter: show its log in the log pane", "dim")
         self.query_one("#hist-detail", Static).update(d)
 
