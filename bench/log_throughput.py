@@ -2,8 +2,10 @@
 
 Starts its own OpenSSH sshd on 127.0.0.1 with throwaway keys (``tests/fixtures/sshd.py``),
 writes the mixed, real-format SGLang log of ``bench/console_rig.py`` (a real boot, then the mix
-of ``bench/parse_throughput.py``) as a running run's log, then in the same run times, best of 2
-each:
+of ``bench/parse_throughput.py``: every format the parser knows, its startup-only lines among
+them about one line in 30, so the fold reads a crash loop, a new boot about every 200 lines; a
+long-running server's log, ``console_rig.SERVING``, folds in less than half the CPU:
+``scripts/fold_cost.py``) as a running run's log, then in the same run times, best of 2 each:
 
 - raw: ``ssh gpu-node cat FILE``, its stdout read here and split into str lines;
 - console: the real console (``mambaconsole gpu-node`` as a headless app at 120x40: node
