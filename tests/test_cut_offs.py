@@ -60,7 +60,7 @@ async def test_log_status_keeps_search_filter_and_wrap_whole_at_120x40(monkeypat
         rows = [w.render_line(0).text for w in lp.query("#log-active, #log-status") if w.display]
         shown = " | ".join(rows)
         assert "wrap (w)" in shown
-        assert f"filter Decode batch ({len(decode)} shown)" in shown
+        assert f"filter 'Decode batch' {len(decode)} shown" in shown
         assert "search 'accept' " in shown and f"/{matches}" in shown
         # nothing of them cut; a "…" only at the very end, where it says an optional part (the
         # line count, the poll lines) gave way

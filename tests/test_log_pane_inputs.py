@@ -62,7 +62,7 @@ async def test_filter_box_prefilled_enter_empty_clears_and_esc_only_closes():
         await pilot.pause(0.05)
         assert [ln.text for ln in pane._shown] == keep
         assert not shown(app, "filter")  # submitted: the box is gone, no row that looks like a log line
-        assert f"filter !mem ({len(keep)} shown)" in status(app)
+        assert f"filter '!mem' {len(keep)} shown" in status(app)
         assert pane.following
         # f opens the box prefilled with the filter in force, with its label
         await pilot.press("f")
@@ -107,15 +107,15 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         want = [t for t in r1 if any(f"line {d}" in t for d in "0123")]
         n_kept = sum("OutOfMemory" in t for t in want)
         # the rows changed: the matches are counted again, none is current until n
-        assert f"search 'OutOfMemory' {n_kept} matches (Esc: clear) · filter line [0-3]" in status(app)
+        assert f"search 'OutOfMemory' {n_kept} matches (Esc: clear) · filter 'line [0-3]'" in status(app)
         await pilot.press("n")
         await pilot.pause(0.05)
-        assert re.search(rf"search 'OutOfMemory' [1-{n_kept}]/{n_kept} \(Esc: clear\) · filter line \[0-3\]", status(app)), status(app)
+        assert re.search(rf"search 'OutOfMemory' [1-{n_kept}]/{n_kept} \(Esc: clear\) · filter 'line \[0-3\]'", status(app)), status(app)
         # shown apart from the log's text: the status line, in its own style; no view row is the query
         chip = pane._texts["#log-status"]  # the Rich Text the status row was given
         assert chip.plain == status(app)
         spans = [chip.plain[sp.start:sp.end] for sp in chip.spans if "reverse" in str(sp.style)]
-        assert any("search 'OutOfMemory'" in s and "filter line [0-3]" in s for s in spans), spans
+        assert any("search 'OutOfMemory'" in s and "filter 'line [0-3]'" in s for s in spans), spans
         assert chip.plain.index("search") < chip.plain.index("lines")  # first, before the counts
         assert [ln.text for ln in pane._shown] == want
         # the next run's log: the search and filter stay, still in the status line
@@ -124,7 +124,7 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         await pilot.pause(0.05)
         assert app.state.log_run_id == "r2"
         assert [ln.text for ln in pane._shown] == [t for t in r2 if any(f"line {d}" in t for d in "0123")]
-        assert "filter line [0-3]" in status(app) and "search 'OutOfMemory'" in status(app)
+        assert "filter 'line [0-3]'" in status(app) and "search 'OutOfMemory'" in status(app)
         assert not shown(app, "search") and not shown(app, "filter")
         # ... counting r2's own matches (none current yet), nothing said about r1's lines
         n2 = sum("OutOfMemory" in t for t in r2 if any(f"line {d}" in t for d in "0123"))
@@ -215,6 +215,87 @@ async def test_the_search_keeps_its_esc_hint_in_a_narrow_pane_until_its_text_wou
         assert pane._active_rows("", 42).plain == " search 'max_run…' 0 matches (Esc: clear) "
         assert pane._active_rows("", 41).plain == " search 'max_running_requests' 0 matches "
         assert pane._active_rows("", 30).plain == " search 'max_runn…' 0 matches "
+
+
+@pytest.mark.parametrize("zoomed", [False, True], ids=["pane", "zoomed"])
+async def test_a_filter_carried_to_a_log_without_its_lines_says_how_to_change_it(zoomed):
+    """The filter stays on for the next run's log; where it leaves none of that log's lines,
+    the status says which filter is in force, that it shows nothing and the key that changes
+    it (``f``: the box opens holding it; Enter on it emptied clears it). Esc does not drop it
+    (a filter waiting for lines yet to come is a watch); zoomed, Esc un-zooms as before."""
+    app = bare_app()
+    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" CUDA out of memory" if i == 7 else "") for i in range(30)]
+    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" for i in range(30)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", r1)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.view.focus()
+        if zoomed:
+            await pilot.press("z")
+            await pilot.pause(0.05)
+            assert app.screen.maximized is pane
+        await pilot.press("f", *"out of memory", "enter")
+        await pilot.pause(0.05)
+        # its line in view says a filter is on: no hint
+        assert "filter 'out of memory' 1 shown" in status(app), status(app)
+        assert "(f: change)" not in status(app)
+        show_run(app, "r1", "r2")  # the next run's log, where the text is not
+        write(app, "r2", r2)
+        await pilot.pause(0.05)
+        assert app.state.log_run_id == "r2" and len(pane._shown) == 0
+        assert "filter 'out of memory' 0 shown (f: change)" in status(app), status(app)
+        await pilot.press("escape")
+        await pilot.pause(0.05)
+        assert pane.filter_text == "out of memory" and "filter 'out of memory' 0 shown (f: change)" in status(app)
+        assert app.screen.maximized is None
+        # f: the box holds the filter; emptied, Enter clears it
+        await pilot.press("f")
+        await pilot.pause(0.05)
+        assert pane.query_one("#log-filter").value == "out of memory"
+        await pilot.press("ctrl+a", "ctrl+k", "enter")
+        await pilot.pause(0.05)
+        assert pane.filter_text == "" and "filter" not in status(app), status(app)
+        assert [ln.text for ln in pane._shown] == r2
+
+
+async def test_a_search_and_a_filter_that_find_nothing_both_say_their_keys():
+    """A filter that leaves no line leaves no match for the search either: both say so, with
+    their keys, each on a row of its own where one row is too narrow (the pane at 120x40)."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", [f"[2026-11-30 12:00:00] line {i}" for i in range(10)])
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.set_filter("Traceback")
+        pane.set_search("Error")
+        await pilot.pause(0.05)
+        rows = status(app).splitlines()
+        assert rows[0].strip() == "search 'Error' (Esc: clear)", rows  # the note below: not found
+        assert rows[1].strip() == "filter 'Traceback' 0 shown (f: change)", rows
+        assert "'Error' not found" in rows[2], rows
+
+
+async def test_the_filter_keeps_its_change_hint_in_a_narrow_pane_as_the_search_keeps_its_own():
+    """The search's rule for a row too narrow (the text is cut before the hint goes, the hint
+    goes before the text is cut below 8 cells) holds for a filter that leaves no line."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", [f"[2026-11-30 12:00:00] line {i}" for i in range(10)])
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        pane.set_filter("max_running_requests")
+        await pilot.pause(0.05)
+        # "filter '" 8 + the text 20 + "'" 1 + " 0 shown" 8 + " (f: change)" 12 = 49 cells, 51 with the padding
+        assert pane._active_rows("", 51).plain == " filter 'max_running_requests' 0 shown (f: change) "
+        # 47: 45 for the row, 16 for the text (15 and the ellipsis)
+        assert pane._active_rows("", 47).plain == " filter 'max_running_req…' 0 shown (f: change) "
+        # 39: 8 cells of text and the hint; 38: the hint goes, the text cut to 19 cells
+        assert pane._active_rows("", 39).plain == " filter 'max_run…' 0 shown (f: change) "
+        assert pane._active_rows("", 38).plain == " filter 'max_running_reques…' 0 shown "
 
 
 async def test_status_says_paused_as_soon_as_the_view_scrolls_up():

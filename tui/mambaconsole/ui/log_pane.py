@@ -6,7 +6,8 @@ not (on by default; continuation rows start with a dim ``↳``). The search and 
 close on Enter (an empty filter clears it) or Esc (changes nothing); the active search and filter
 stay on (also across runs: the next run's log is searched for the same text, its matches
 counted, ``0 matches`` where it has none) and are shown in the status line, apart from the log's
-text, the search with the key that clears it (Esc on the log, before Esc un-zooms). Always says whose log it
+text, the search with the key that clears it (Esc on the log, before Esc un-zooms), a filter
+that leaves no line with the key that changes it (``f``). Always says whose log it
 shows, and warns when that is not the current run's or is older than the run. Memory is bounded
 by :data:`mambaconsole.state.LOG_KEEP` lines; the rows are drawn by
 :class:`mambaconsole.ui.log_view.LogView`, which renders only the visible ones."""
@@ -58,6 +59,9 @@ def compile_filter(text: str) -> tuple[re.Pattern | None, bool, str | None]:
 
 #: after the search in force in the status: the key that clears it (:meth:`LogPane.action_clear_search`)
 CLEAR_HINT = " (Esc: clear)"
+#: after a filter in force that leaves no line: the key that opens it to change or clear it
+#: (:meth:`LogPane.action_filter`: the box holds the filter; Enter on it emptied clears it)
+CHANGE_HINT = " (f: change)"
 
 #: the search and filter boxes' prompts, longest first: a box shows the longest that fits whole
 #: (at 120x40 the pane is 56 columns and the filter's long prompt ended at "(Enter: apply;")
@@ -260,11 +264,13 @@ class LogPane(Vertical):
         poll lines dimmed/shown; the line count (short: ``400 ln``); the poll lines hidden (short:
         ``9 polls hidden (a)``); the skipped middle (short: ``2 GiB skipped``); a ``…`` at the end
         says some gave way. The search's ``(Esc: clear)`` gives way first where it would cost
-        the log a row and a match in view says a search is on (:meth:`_hints`). Where the search and filter in force do not fit
-        beside the rest, they take a row of their own above it (``#log-active``; two rows, search and
-        filter, where one is too narrow), their texts cut
-        (``Decode b…``) only where a row is too narrow, their counts never (at 120x40 the pane
-        is 56 columns and the line ended at ``filter Decode``, never reaching ``wrap (w)``)."""
+        the log a row and a match in view says a search is on (:meth:`_hints`); a filter's
+        ``(f: change)`` is drawn only where it leaves no line, and then stays as the search's
+        does. Where the search and filter in force do not fit beside the rest, they take a row
+        of their own above it (``#log-active``; two rows, search and filter, where one is too
+        narrow), their texts cut (``Decode b…``) only where a row is too narrow, their counts
+        never (at 120x40 the pane is 56 columns and the line ended at ``filter Decode``, never
+        reaching ``wrap (w)``)."""
         c = self.app.theme_variables
         warn = c.get("warning", "yellow")
         parts: list[Part] = []
@@ -326,7 +332,8 @@ class LogPane(Vertical):
     def _active_rows(self, style: str, width: int | None) -> Text:
         """The search and filter in force on one row where they fit in ``width`` cells, else
         each on its own; a row still too wide has its search or filter text cut (``Decode b…``),
-        never its counts."""
+        never its counts; its key hint (:meth:`_active_parts`) stays while the text can keep 8
+        cells, then goes."""
         rows = [" · ".join(self._active_parts())] if width is None else []
         if not rows:
             one = next((one for hint in self._hints()
@@ -336,7 +343,7 @@ class LogPane(Vertical):
             else:
                 longest = max(len(self.search_text), len(self.filter_text))
                 for i in range(len(self._active_parts())):
-                    # the search's Esc hint stays while its text can keep 8 cells; then it goes
+                    # the key hint stays while the text can keep 8 cells; then it goes
                     for hint, floor in ((True, min(8, longest)), (False, 1)):
                         limit = None
                         while True:
@@ -352,17 +359,24 @@ class LogPane(Vertical):
             t.append(("\n" if i else "") + f" {row} ", style)
         return t
 
-    def _hints(self) -> tuple[bool, ...]:
-        """Whether the search part may be drawn with its :data:`CLEAR_HINT`, in the order tried:
-        always with it where no match of the search is in view to say a search is on (none in
-        this log, or not found); with it, else without, where the hint would cost the log a row."""
-        found = self._match_info is not None and self._match_info[1] > 0
-        return (True, False) if found else (True,)
+    def _hints(self) -> tuple[bool | None, ...]:
+        """The ``hint`` values of :meth:`_active_parts` to try, in order, for the search and filter
+        beside the status line: every key hint; then, where a match of the search is in view to
+        say a search is on, only the hints that nothing in view stands for (the search's gives
+        way rather than cost the log a row)."""
+        return (True, None) if self.search_text and self._has_matches() else (True,)
 
-    def _active_parts(self, limit: int | None = None, hint: bool = True) -> list[str]:
-        """``["search 'OutOfMemory' 3/7 (Esc: clear)", "filter !mem (27 shown)"]``: the search
-        and filter in force; ``limit``: each text cut to that many cells, its end an ellipsis;
-        ``hint``: the search's :data:`CLEAR_HINT`."""
+    def _has_matches(self) -> bool:
+        """The search has matches among the shown lines (their highlights say it is on)."""
+        return self._match_info is not None and self._match_info[1] > 0
+
+    def _active_parts(self, limit: int | None = None, hint: bool | None = True) -> list[str]:
+        """``["search 'OutOfMemory' 3/7 (Esc: clear)", "filter '!mem' 27 shown"]``: the search
+        and filter in force; ``limit``: each text cut to that many cells, its end an ellipsis.
+        ``hint``: the keys that clear or change them, where they have one: the search's
+        :data:`CLEAR_HINT` always, a filter's :data:`CHANGE_HINT` where it leaves no line
+        (``filter 'x' 0 shown (f: change)``); True: all of them, None: only those where nothing
+        in view says it is on (a search with no match, a filter with no line), False: none."""
         def cut(text: str) -> str:
             return text if limit is None or cell_len(text) <= limit else set_cell_size(text, limit - 1) + "…"
 
@@ -375,9 +389,12 @@ class LogPane(Vertical):
             else:
                 n = self._match_info[1]
                 where = f" {n} match{'' if n == 1 else 'es'}"
-            parts.append(f"search '{cut(self.search_text)}'{where}{CLEAR_HINT if hint else ''}")
+            keys = CLEAR_HINT if hint or (hint is None and not self._has_matches()) else ""
+            parts.append(f"search '{cut(self.search_text)}'{where}{keys}")
         if self.filter_text and self._filter is not None:
-            parts.append(f"filter {cut(self.filter_text)} ({len(self._shown)} shown)")
+            n = len(self._shown)
+            keys = CHANGE_HINT if n == 0 and hint is not False else ""
+            parts.append(f"filter '{cut(self.filter_text)}' {n} shown{keys}")
         return parts
 
     def _set_static(self, selector: str, text: Text) -> None:
