@@ -187,6 +187,7 @@ MAKE_CLIENT = r"""
 import sys
 from mambaconsole import opening
 from mambaconsole.session import feed
+from mambaconsole.session.http_client import warm_client
 opening.preload()
 looked_up = []
 class Noting:  # every module looked up from here on (not in sys.modules: found or not)
@@ -194,7 +195,7 @@ class Noting:  # every module looked up from here on (not in sys.modules: found 
         looked_up.append(name)
         return None
 sys.meta_path.insert(0, Noting())
-feed._http_client()
+warm_client(feed._http_client)
 sys.meta_path.pop(0)
 print(" ".join(looked_up))
 """

@@ -27,6 +27,7 @@ from mambaconsole.state import (
     GpuProcess, GpuReading, GpuSnapshot, LogLines, MetricsSnapshot, NodeFacts, RunInfo,
     RunsListed, ServerInfo,
 )
+from mambaconsole.session.http_client import client_off_loop
 from mambaconsole.session.settings import HostSettings
 
 #: lines per LogLines batch at most (the pane redraws once per batch)
@@ -128,10 +129,8 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
 
 
 def _http_client():
-    """A new ``httpx.AsyncClient`` for the server's HTTP polls (5 s timeout); run in a worker
-    thread (see :meth:`Feed._client`). The client's first request imports anyio's asyncio
-    backend (httpcore's transport: about 25 ms); running anyio once here, on this thread's own
-    event loop, imports it off the console's loop.
+    """A new ``httpx.AsyncClient`` for the server's HTTP polls (5 s timeout); made in a worker
+    thread (:meth:`Feed._client`, :func:`~mambaconsole.session.http_client.client_off_loop`).
 
     Every URL it is given is plain http to this machine's end of an SSH forward
     (:meth:`Feed._get_body` builds them all: ``http://127.0.0.1:<forwarded port><path>``), so:
@@ -145,13 +144,10 @@ def _http_client():
       proxy named builds a transport with a CA bundle of its own)."""
     import ssl
 
-    import anyio
     import httpx
 
     no_ca = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verify_mode CERT_REQUIRED, check_hostname
-    client = httpx.AsyncClient(timeout=5.0, verify=no_ca, trust_env=False)
-    anyio.run(anyio.sleep, 0)
-    return client
+    return httpx.AsyncClient(timeout=5.0, verify=no_ca, trust_env=False)
 
 
 class Feed:
@@ -428,11 +424,12 @@ class Feed:
 
     async def _client(self):
         """The feed's ``httpx.AsyncClient`` (:func:`_http_client`), made on first use in a
-        worker thread: importing httpx and anyio's asyncio backend take 30-40 ms of CPU where
+        worker thread (:func:`~mambaconsole.session.http_client.client_off_loop`): importing
+        httpx and anyio's asyncio backend take 30-40 ms of CPU where
         :func:`mambaconsole.opening.preload` has not done it yet, which on the event loop would
         hold the first drawn frames and keys."""
         if self._http is None:
-            client = await asyncio.to_thread(_http_client)
+            client = await client_off_loop(_http_client)
             if self._http is None:
                 self._http = client
             else:  # another poll made one meanwhile

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mambaconsole.errors import ConsoleError
+from mambaconsole.session.http_client import client_off_loop
 from mambaconsole.sglang import router as smg
 from mambaconsole.sglang.fleet_args import ArgDifference, diff_server_args
 from mambaconsole.sglang.latency import Latency, LatencyWindow
@@ -208,6 +209,19 @@ def disagreements(row: WorkerRow, engine_role: str | None, router_version: str |
     return out
 
 
+def _http_client():
+    """A new ``httpx.AsyncClient`` for the fleet's requests (:data:`HTTP_TIMEOUT`), with
+    httpx's defaults kept, unlike the feed's (:func:`mambaconsole.session.feed._http_client`):
+    a router URL given as https:// (:func:`parse_target`), and the worker URLs a router lists,
+    may be TLS, verified against certifi's CA bundle (or ``SSL_CERT_FILE``; 20-28 ms of CPU
+    for the client, once per fleet); and those URLs may reach a router or an engine directly,
+    so the environment's proxies (``HTTP_PROXY``, ``NO_PROXY`` ...) apply as for the user's
+    other HTTP tools."""
+    import httpx
+
+    return httpx.AsyncClient(timeout=HTTP_TIMEOUT)
+
+
 def _connect_error(exc: BaseException) -> str:
     """``connection refused`` when the OS refused the connection (nothing listens on the
     port: the engine's HTTP server is gone), else the error's own words."""
@@ -252,12 +266,10 @@ class Fleet:
         self._info: dict[str, tuple[float, ServerInfo]] = {}  # url -> (read at, /server_info)
 
     async def __aenter__(self) -> "Fleet":
-        import httpx
-
-        # httpx's defaults kept: a router URL given as https:// (parse_target), and the worker
-        # URLs a router lists, may be TLS, verified against certifi's CA bundle (20-28 ms of CPU
-        # for the client, once per fleet); the feed's polls are plain http and load none
-        self._http = httpx.AsyncClient(timeout=HTTP_TIMEOUT)
+        """Makes the HTTP client (:func:`_http_client`) in a worker thread
+        (:func:`~mambaconsole.session.http_client.client_off_loop`): on the fleet screen's
+        event loop its CA bundle and imports would stall the first frames."""
+        self._http = await client_off_loop(_http_client)
         return self
 
     async def __aexit__(self, *exc) -> None:

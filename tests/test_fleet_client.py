@@ -1,0 +1,117 @@
+"""The fleet's HTTP client (``mambaconsole.session.fleet``): made off the event loop, and
+still httpx's own (certificates verified against a CA bundle, the environment's proxies and
+``SSL_CERT_FILE`` honoured), unlike the feed's (``tests/test_http_client.py``).
+
+Served by real HTTP servers on loopback: a router's ``/workers`` answered (an empty list), over
+TLS with a self-signed certificate, and a plain HTTP proxy that answers for any host."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import ssl
+import threading
+
+import pytest
+
+from mambaconsole.session.fleet import Fleet, Target
+from test_http_client import _self_signed
+
+pytestmark = pytest.mark.timeout(120)
+
+WORKERS = json.dumps({"workers": []}).encode()  # smg's /workers with no worker registered
+
+
+class _Router(http.server.BaseHTTPRequestHandler):
+    """``/workers`` (an empty list; ``self.path`` the absolute URL where asked as a proxy),
+    404 for the rest; each request line kept in the server's ``asked``."""
+
+    def do_GET(self):
+        self.server.asked.append(self.path)
+        found = self.path.endswith("/workers")
+        body = WORKERS if found else b"{}"
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def serve():
+    """``serve(tls=None)``: a started :class:`_Router` server (wrapped in ``tls``, an
+    ``ssl.SSLContext``, where given)."""
+    servers = []
+
+    def start(tls: ssl.SSLContext | None = None) -> http.server.ThreadingHTTPServer:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Router)
+        srv.asked = []
+        if tls is not None:
+            srv.socket = tls.wrap_socket(srv.socket, server_side=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture
+def no_proxies(monkeypatch):
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+                "NO_PROXY", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(var, raising=False)
+
+
+async def test_the_fleet_makes_its_client_off_the_event_loop(serve, no_proxies, monkeypatch):
+    """Opening the fleet (the screen's first await) reads the CA bundle into the client's SSL
+    context on another thread than the event loop's; the client still reads it (verifies)."""
+    loaded_on: list[int] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def noting(self, *a, **kw):
+        loaded_on.append(threading.get_ident())
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", noting)
+    srv = serve()
+    loop_thread = threading.get_ident()
+    async with Fleet([Target("router", url=f"http://127.0.0.1:{srv.server_port}")]) as fleet:
+        opened = list(loaded_on)
+        snap = await fleet.poll()
+    assert opened and loop_thread not in opened, (opened, loop_thread)
+    assert snap.router_errors == {} and snap.workers == []
+
+
+async def test_the_fleets_client_verifies_https_against_a_ca_bundle_and_honours_ssl_cert_file(
+        serve, no_proxies, tmp_path, monkeypatch):
+    """An https router whose certificate no CA in the bundle vouches for is refused; named as
+    trusted in ``SSL_CERT_FILE`` (httpx's ``trust_env``), the same router is read."""
+    cert_file, key_file = _self_signed(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    url = f"https://127.0.0.1:{serve(tls).server_port}"
+    async with Fleet([Target("router", url=url)]) as fleet:
+        refused = await fleet.poll()
+    assert "CERTIFICATE_VERIFY_FAILED" in refused.router_errors.get(url, ""), refused.router_errors
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+    async with Fleet([Target("router", url=url)]) as fleet:
+        read = await fleet.poll()
+    assert read.router_errors == {} and read.workers == []
+
+
+async def test_the_fleets_requests_go_through_the_environments_proxy(serve, no_proxies, monkeypatch):
+    """A router URL reached directly from this machine goes through ``HTTP_PROXY`` as the
+    user's other HTTP tools would (the proxy here answers for any host, so a name that does not
+    resolve is read through it)."""
+    proxy = serve()
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_port}")
+    url = "http://router.invalid:30000"  # .invalid never resolves: only the proxy can answer
+    async with Fleet([Target("router", url=url)]) as fleet:
+        snap = await fleet.poll()
+    assert snap.router_errors == {} and snap.workers == []
+    assert proxy.asked[0] == f"{url}/workers", proxy.asked
