@@ -1,6 +1,7 @@
-"""The fleet's HTTP client (``mambaconsole.session.fleet``): made off the event loop, and
-still httpx's own (certificates verified against a CA bundle, the environment's proxies and
-``SSL_CERT_FILE`` honoured), unlike the feed's (``tests/test_http_client.py``).
+"""The fleet's HTTP clients (``mambaconsole.session.fleet``): made off the event loop, and
+still verifying as httpx does (against a CA bundle, ``SSL_CERT_FILE`` honoured), unlike the
+feed's (``tests/test_http_client.py``); the environment's proxies taken for the URLs this
+machine reaches itself, never for the local end of a node's forward.
 
 Served by real HTTP servers on loopback: a router's ``/workers`` answered (an empty list), over
 TLS with a self-signed certificate, and a plain HTTP proxy that answers for any host."""
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import ssl
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,13 +26,15 @@ WORKERS = json.dumps({"workers": []}).encode()  # smg's /workers with no worker 
 
 
 class _Router(http.server.BaseHTTPRequestHandler):
-    """``/workers`` (an empty list; ``self.path`` the absolute URL where asked as a proxy),
-    404 for the rest; each request line kept in the server's ``asked``."""
+    """A router's ``/workers`` (an empty list) and an engine's ``/health`` (200, empty), 404
+    for the rest (``self.path`` is the absolute URL where asked as a proxy); each request's
+    path kept in the server's ``asked``."""
 
     def do_GET(self):
         self.server.asked.append(self.path)
-        found = self.path.endswith("/workers")
-        body = WORKERS if found else b"{}"
+        path = urlsplit(self.path).path
+        found = path in ("/workers", "/health")
+        body = WORKERS if path == "/workers" else b""
         self.send_response(200 if found else 404)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -115,3 +120,21 @@ async def test_the_fleets_requests_go_through_the_environments_proxy(serve, no_p
         snap = await fleet.poll()
     assert snap.router_errors == {} and snap.workers == []
     assert proxy.asked[0] == f"{url}/workers", proxy.asked
+
+
+async def test_a_host_the_fleet_reaches_through_its_node_is_not_asked_of_the_environments_proxy(
+        serve, no_proxies, monkeypatch):
+    """A host target's engine is reached at this machine's end of its node's forward
+    (127.0.0.1; ``local``: the port itself): a proxy named in the environment (here one that
+    refuses every connection) cannot reach it and is not asked; the engine answers healthy."""
+    engine = serve()
+    with socket.socket() as s:  # a port nothing listens on: a proxy there refuses the connection
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, dead)
+    async with Fleet([Target("host", host="local")], hosts={"local": engine.server_port}) as fleet:
+        snap = await fleet.poll()
+    [row] = snap.workers
+    assert (row.url, row.engine_health) == (f"local:{engine.server_port}", "healthy"), row
+    assert "/health" in engine.asked

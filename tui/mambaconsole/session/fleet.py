@@ -209,17 +209,23 @@ def disagreements(row: WorkerRow, engine_role: str | None, router_version: str |
     return out
 
 
-def _http_client():
-    """A new ``httpx.AsyncClient`` for the fleet's requests (:data:`HTTP_TIMEOUT`), with
-    httpx's defaults kept, unlike the feed's (:func:`mambaconsole.session.feed._http_client`):
-    a router URL given as https:// (:func:`parse_target`), and the worker URLs a router lists,
-    may be TLS, verified against certifi's CA bundle (or ``SSL_CERT_FILE``; 20-28 ms of CPU
-    for the client, once per fleet); and those URLs may reach a router or an engine directly,
-    so the environment's proxies (``HTTP_PROXY``, ``NO_PROXY`` ...) apply as for the user's
-    other HTTP tools."""
+def _http_clients():
+    """``(direct, forwarded)``: two new ``httpx.AsyncClient`` for the fleet's requests
+    (:data:`HTTP_TIMEOUT`), both verifying TLS as httpx does by default, unlike the feed's
+    (:func:`mambaconsole.session.feed._http_client`): a router URL given as https://
+    (:func:`parse_target`), and the worker URLs a router lists, may be TLS, verified against
+    certifi's CA bundle or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` (one SSL context for both:
+    20-28 ms of CPU, once per fleet).
+
+    - ``direct``, for a URL this machine reaches itself: the environment's proxies
+      (``HTTP_PROXY``, ``NO_PROXY`` ...) apply, as for the user's other HTTP tools;
+    - ``forwarded``, for this machine's end of a node's forward (``127.0.0.1:<port>``,
+      :meth:`Fleet._local`): none apply (``trust_env=False``); a proxy cannot reach it."""
     import httpx
 
-    return httpx.AsyncClient(timeout=HTTP_TIMEOUT)
+    tls = httpx.create_ssl_context()  # httpx's default: trust_env, so SSL_CERT_FILE is read
+    return (httpx.AsyncClient(timeout=HTTP_TIMEOUT, verify=tls),
+            httpx.AsyncClient(timeout=HTTP_TIMEOUT, verify=tls, trust_env=False))
 
 
 def _connect_error(exc: BaseException) -> str:
@@ -257,7 +263,8 @@ class Fleet:
         self.window_s = window_s
         self.clock = clock
         self._nodes: dict[str, Any] = {}
-        self._http = None
+        self._http = None  # httpx.AsyncClient for the URLs reached directly (__aenter__)
+        self._forwarded_http = None  # ... and for the local ends of node forwards
         #: url as shown → (node name or None = this machine, url as seen from that node)
         self._reach: dict[str, tuple[str | None, str]] = {}
         self._ports: dict[tuple[str | None, str, int], int] = {}
@@ -266,26 +273,28 @@ class Fleet:
         self._info: dict[str, tuple[float, ServerInfo]] = {}  # url -> (read at, /server_info)
 
     async def __aenter__(self) -> "Fleet":
-        """Makes the HTTP client (:func:`_http_client`) in a worker thread
+        """Makes the HTTP clients (:func:`_http_clients`) in a worker thread
         (:func:`~mambaconsole.session.http_client.client_off_loop`): on the fleet screen's
-        event loop its CA bundle and imports would stall the first frames."""
-        self._http = await client_off_loop(_http_client)
+        event loop their CA bundle and imports would stall the first frames."""
+        self._http, self._forwarded_http = await client_off_loop(_http_clients)
         return self
 
     async def __aexit__(self, *exc) -> None:
-        if self._http is not None:
-            await self._http.aclose()
+        for client in (self._http, self._forwarded_http):
+            if client is not None:
+                await client.aclose()
         for node in self._nodes.values():
             await node.close()
         self._nodes.clear()
 
     # ------------------------------------------------------------ reaching URLs
-    async def _local(self, url: str) -> str:
-        """``url`` (as shown) as this machine reaches it: directly, or through an SSH forward
-        on the node it is seen from (``via``, or a host target's own node)."""
+    async def _local(self, url: str) -> tuple[str, bool]:
+        """``url`` (as shown) as this machine reaches it, and whether through a forward:
+        directly (``(url, False)``), or through an SSH forward on the node it is seen from
+        (``via``, or a host target's own node): ``("http://127.0.0.1:<local port>", True)``."""
         node_name, remote = self._reach.get(url, (self.via, url))
         if node_name is None:
-            return remote
+            return remote, False
         parts = urlsplit(remote)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         key = (node_name, parts.hostname or "127.0.0.1", port)
@@ -296,7 +305,7 @@ class Fleet:
 
                 node = self._nodes[node_name] = await connect(node_name)
             self._ports[key] = await node.forward_port(port, key[1])
-        return urlunsplit((parts.scheme, f"127.0.0.1:{self._ports[key]}", parts.path, "", ""))
+        return urlunsplit((parts.scheme, f"127.0.0.1:{self._ports[key]}", parts.path, "", "")), True
 
     async def _get(self, url: str, path: str):
         import httpx
@@ -304,11 +313,11 @@ class Fleet:
         from mambaconsole.node import NodeError
 
         try:
-            base = await self._local(url)
+            base, forwarded = await self._local(url)
         except NodeError as exc:
             return str(exc)
         try:
-            return await self._http.get(base + path)
+            return await (self._forwarded_http if forwarded else self._http).get(base + path)
         except httpx.TimeoutException:
             return "timeout"
         except httpx.ConnectError as exc:
