@@ -2,22 +2,26 @@
 
 Starts its own OpenSSH sshd on 127.0.0.1 with throwaway keys (``tests/fixtures/sshd.py``).
 A writer process appends ``N`` lines, one every ``GAP`` seconds, each carrying its write time
-(``time.time_ns()``; one machine, one clock). In the same run, one after the other:
+(``time.time_ns()``; one machine, one clock). In the same run, taking turns :data:`ROUNDS`
+times, each round a fresh file:
 
 - raw: ``ssh gpu-node tail -n0 -F FILE`` read here line by line;
 - console: the real console (``mambaconsole gpu-node`` as a headless app at 120x40: node
-  agent, feed, state, panes) following a running run whose log is the file; a line has arrived
-  when the screen update that first shows it in the log pane is written (the compositor's
-  render after the pane took the line from the state).
+  agent, feed, state, panes), in a process of its own as a user starts it, following a running
+  run whose log is the file; a line has arrived when the screen update that first shows it in
+  the log pane is written (the compositor's render after the pane took the line from the state).
 
-Latency = arrival time here - write time. Prints p50/p99 of both and the ratio of the p99s.
-Goal: console p99 <= 5x raw p99. Last line:
+Latency = arrival time - write time. The p50 and p99 of each side are over all its rounds'
+lines (raw's p99 in one round is the 5th-slowest of 400 lines of a sub-millisecond path: on
+this project's 2-core box it ranged 0.7-4 ms between runs, and the goal moved with it); each
+round's p99s are printed too. Goal: console p99 <= 5x raw p99. Last line:
 ``log_latency: p99 ratio = X (goal <= 5) PASS|FAIL``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -36,6 +40,7 @@ from console_rig import BOOT, console, make_run  # noqa: E402
 
 N = 400
 GAP = 0.01
+ROUNDS = 3
 GOAL = 5.0
 
 WRITER = r"""
@@ -145,36 +150,60 @@ async def console_lines(store: Path, run_id: str):
             app._display = display
 
 
-async def run(home, tmp: Path) -> tuple[list[float], list[float]]:
+async def console_round(store: Path, run_id: str, path: Path) -> list[float]:
+    gen = console_lines(store, run_id)
+    try:
+        return await measure(path, gen)
+    finally:
+        await gen.aclose()
+
+
+def run_round(home, tmp: Path) -> tuple[list[float], list[float]]:
+    """One round: raw here, then the console in a child process (``--console-round``)."""
+    tmp.mkdir(parents=True)
     raw_path, con_path = tmp / "raw.log", tmp / "console.log"
     raw_path.touch()
+
+    async def raw_round():
+        gen = raw_lines(home, raw_path)
+        try:
+            return await measure(raw_path, gen)
+        finally:
+            await gen.aclose()
+
+    raw = asyncio.run(raw_round())
     con_path.write_text(BOOT)
-    gen = raw_lines(home, raw_path)
-    raw = await measure(raw_path, gen)
-    await gen.aclose()
     run_id, proc = make_run(tmp / "store", con_path)
     try:
-        gen = console_lines(tmp / "store", run_id)
-        con = await measure(con_path, gen)
-        await gen.aclose()
+        out = subprocess.run([sys.executable, __file__, "--console-round", str(tmp / "store"), run_id, str(con_path)],
+                             stdout=subprocess.PIPE, text=True, timeout=300)
     finally:
         proc.kill()
         proc.wait()
+    lines = out.stdout.strip().splitlines()
+    con = json.loads(lines[-1]) if out.returncode == 0 and lines else []
     return raw, con
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--console-round"]:  # a child of run_round: the console's side of a round
+        store, run_id, path = sys.argv[2:5]
+        print(json.dumps(asyncio.run(console_round(Path(store), run_id, Path(path)))))
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="mc-bench-"))
     with ssh_session() as home:
         os.environ["HOME"] = str(home.home)
         os.environ.pop("SSH_AUTH_SOCK", None)
-        raw, con = asyncio.run(run(home, tmp))
+        rounds = [run_round(home, tmp / f"round{r}") for r in range(ROUNDS)]
     shutil.rmtree(tmp, ignore_errors=True)
-    if len(raw) != N or len(con) != N:
-        print(f"lines timed: raw {len(raw)}, console {len(con)}, expected {N}")
+    if any(len(raw) != N or len(con) != N for raw, con in rounds):
+        print("lines timed (raw, console) per round:", [(len(raw), len(con)) for raw, con in rounds], f"expected {N}")
         print(f"log_latency: p99 ratio = inf (goal <= {GOAL:g}) FAIL")
         return 1
-    print(f"{N} lines, one every {GAP * 1000:g} ms")
+    raw = [x for r, _ in rounds for x in r]
+    con = [x for _, c in rounds for x in c]
+    print(f"{ROUNDS} rounds of {N} lines, one every {GAP * 1000:g} ms, raw and console taking turns")
+    print("p99 per round, raw / console (ms): " + ", ".join(f"{pct(r, 99):.2f} / {pct(c, 99):.2f}" for r, c in rounds))
     print(f"raw ssh tail -F: p50 {statistics.median(raw):.2f} ms, p99 {pct(raw, 99):.2f} ms")
     print(f"console (drawn): p50 {statistics.median(con):.2f} ms, p99 {pct(con, 99):.2f} ms")
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs while measured)")
