@@ -15,7 +15,8 @@ from rich.console import Console
 from mambaconsole.node.local import LocalNode
 from mambaconsole.sim.gpu import gpu_state, write_atomic
 from mambaconsole.sim.model import MiB, SimGPU
-from mambaconsole.state import ConsoleState, LogLine, LogLines, RunInfo, RunsListed
+from mambaconsole.state import ConsoleState, GpuReading, GpuSnapshot, LogLine, LogLines, RunInfo, RunsListed
+from mambaconsole.units import fmt_duration
 from mambaconsole.session.feed import Feed
 from mambaconsole.ui.gpu_pane import gpu_renderable
 from mambaconsole.session.settings import HostSettings
@@ -174,10 +175,10 @@ async def test_the_pane_is_repainted_only_when_what_it_shows_changed(tmp_path):
         assert len(updates) == 2 and "weights 40.18" in shown(pane)
 
 
-async def test_used_history_says_its_scale_and_the_time_it_spans(tmp_path):
-    """The history line: one column per sample, bars from 0 to the highest sample shown (said in
-    GiB), and the time those samples span (samples x the stream's interval): a steady run's
-    line goes flat once the load rolls off, and only the span says how far back it reaches."""
+async def test_used_history_says_its_range_and_the_time_it_spans(tmp_path):
+    """The history line: one column per sample, the lowest and highest of the samples shown (in
+    GiB, "sampled"), and the time those samples span (samples x the stream's interval): a steady
+    run's line goes flat once the load rolls off, and only the span says how far back it reaches."""
     path = tmp_path / "sim-gpu.json"
     feed = Feed(LocalNode("gpu-node"), HostSettings(), simulated=True, sim_gpu_file=str(path))
     state = ConsoleState("gpu-node")
@@ -189,7 +190,7 @@ async def test_used_history_says_its_scale_and_the_time_it_spans(tmp_path):
     assert state.gpu_interval_s == 2.0
     (hist,) = [ln for ln in raw_text(state) if ln.startswith("used ")]
     label, spark = hist.rstrip().rsplit(" ", 1)
-    assert label == "used 0–80.0 GiB, last 10 s"  # 5 samples 2 s apart; the highest is 80 GiB
+    assert label == "used 10.0–80.0 GiB sampled, last 10 s"  # 5 samples 2 s apart, from 10 to 80 GiB
     assert len(spark) == len(used_gib) and spark[3] == "█"
     # a long history: the columns the line holds, and the span of just those
     for u in range(125):
@@ -198,6 +199,60 @@ async def test_used_history_says_its_scale_and_the_time_it_spans(tmp_path):
         state.apply(await feed.gpu())
     (hist,) = [ln for ln in raw_text(state, 90) if ln.startswith("used ")]
     label, spark = hist.rstrip().rsplit(" ", 1)
-    m = re.fullmatch(r"used 0–36\.0 GiB, last (\d+) min (\d+) s", label)
+    m = re.fullmatch(r"used 30\.0–36\.0 GiB sampled, last (\d+) min (\d+) s", label)  # 30 + 0..6 GiB
     assert m, label
     assert int(m[1]) * 60 + int(m[2]) == len(spark) * 2 and len(hist.rstrip()) <= 90
+
+
+def _gib_samples(gib: list[float]) -> list[float]:
+    return [g * 1024 for g in gib]  # MiB, as the stream gives them
+
+
+def test_the_history_range_is_the_samples_the_line_shows_not_those_before():
+    """The newcomer's "used 0–88.5 GiB, last 29 s" beside a flat, full line: the 0 was the bars'
+    floor, not a sample of those 29 s. The range is the lowest and highest of the shown samples
+    only: the GPU idle before the run (0 GiB), or higher before it (another run's 95 GiB), stays
+    out of it. Expected values computed here from the samples the line shows."""
+    from mambaconsole.ui.gpu_pane import history_row
+
+    for before, window in (([0.0] * 40, [88.5] * 40),  # idle, then a steady run
+                           ([95.0] * 40, [40.0, 60.0, 51.5] * 14)):  # a higher run, then one that varies
+        hist = _gib_samples(before + window)
+        text = history_row(hist, 2.0, 60, {}).plain
+        label, spark = text.rstrip().rsplit(" ", 1)
+        n = len(spark)
+        assert 1 < n <= len(window)  # the line shows only samples of the later run
+        shown = [v / 1024 for v in hist[-n:]]
+        lo, hi = f"{min(shown):.1f}", f"{max(shown):.1f}"
+        want = f"used {hi} GiB sampled" if lo == hi else f"used {lo}–{hi} GiB sampled"
+        assert label == f"{want}, last {fmt_duration(n * 2.0)}", label
+        assert not label.startswith(("used 0", "used 0.0")) and "95.0" not in label  # the earlier samples
+
+
+def test_an_oom_above_every_sample_says_the_samples_missed_its_peak():
+    """The demo's OOM run: the history read "used 0–51.7 GiB" while PyTorch's message said the
+    process "had 88.02 GiB in use": the samples missed the peak, and the pane says so under the
+    OOM's numbers, with the highest sample taken while the run was alive. A sample at or above
+    the message's number: no such line. The OOM message is case-19's real one (93.27 GiB in use)."""
+    lines = (Path(__file__).parent / "data" / "cases" / "case-19" / "input.log").read_text().splitlines()
+
+    def pane_after(samples_gib: list[float]) -> str:
+        st = ConsoleState("h")
+        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=42),), "r1"))
+        for i, g in enumerate(samples_gib):
+            st.apply(GpuSnapshot((GpuReading(0, "H100", g * 1024, 95.08 * 1024),), t=float(i)))
+        batch, off = [], 0
+        for text in lines:
+            batch.append(LogLine("r1", off, text))
+            off += len(text.encode()) + 1
+        st.apply(LogLines("r1", tuple(batch)))
+        st.flush_log()
+        st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=1, pid=42),), "r1"))
+        st.apply(GpuSnapshot((GpuReading(0, "H100", 0.0, 95.08 * 1024),), t=99.0))  # after its death
+        assert st.status == "oom" and st.oom_numbers.in_use_gib == 93.27
+        return " ".join(pane_text(st, 100))
+
+    text = pane_after([0.0, 40.0, 51.7])
+    assert ("at the OOM: " in text and "the highest sample while the run was alive, 51.7 GiB, is below that: "
+            "its peak fell between samples" in text), text
+    assert "between samples" not in pane_after([0.0, 93.3, 60.0])  # a sample saw it

@@ -128,14 +128,18 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
 
 
 def history_row(hist_mib: list[float], interval_s: float, width: int, colors: dict[str, str]) -> Text:
-    """``used 0–88.5 GiB, last 2 min ▁▂▅█████``: the used-memory history of one GPU, one column
-    per sample (MiB in, GiB said), its scale (bars from 0 to the highest sample shown) and the
-    time the shown samples span (samples × ``interval_s``, the GPU stream's interval: once a
-    run's memory is steady the line is flat, and the span says how far back it reaches)."""
+    """``used 51.7–88.5 GiB sampled, last 2 min ▁▂▅█████``: the used-memory history of one GPU,
+    one column per sample (MiB in, GiB said). The range is the lowest and highest of the samples
+    the line shows, and only those (one value when they agree); the span is the time those
+    samples cover (samples × ``interval_s``, the GPU stream's interval: once a run's memory is
+    steady the line is flat, and the span says how far back it reaches). The bars rise from 0
+    to the highest sample shown. "sampled": memory between two samples is not seen (a peak
+    just before an OOM is often missed; :func:`missed_peak_note`)."""
     def label(n: int) -> str:
-        hi = max(hist_mib[-n:]) / MIB_PER_GIB
+        shown = hist_mib[-n:]
+        lo, hi = f"{min(shown) / MIB_PER_GIB:.1f}", f"{max(shown) / MIB_PER_GIB:.1f}"
         span = "1 sample" if n == 1 else f"last {fmt_duration(n * interval_s)}"
-        return f"used 0–{hi:.1f} GiB, {span} "
+        return f"used {hi if lo == hi else lo + '–' + hi} GiB sampled, {span} "
 
     n = min(len(hist_mib), width)
     while n > 1 and n + len(label(n)) > width:  # the label's length depends on the samples it covers
@@ -146,12 +150,30 @@ def history_row(hist_mib: list[float], interval_s: float, width: int, colors: di
     return t
 
 
+def missed_peak_note(state: ConsoleState) -> str | None:
+    """``the highest sample while the run was alive, 51.7 GiB, is below that: its peak fell
+    between samples``: said under the OOM's numbers when PyTorch's message (:class:`TorchOom
+    <mambaconsole.sglang.events.TorchOom>`, GiB) says the process had more memory in use than
+    any GPU held in the samples this console took while the run was alive (the ``gpu`` slice's
+    peak, MiB): a GPU's used memory includes its processes', so the samples missed the peak.
+    None when either is unknown or a sample reached it."""
+    oom, run = state.oom_numbers, state.run
+    seen = state.gpu_peak_mib.get(run.run_id) if run is not None else None
+    if oom is None or oom.in_use_gib is None or seen is None or seen / MIB_PER_GIB >= oom.in_use_gib:
+        return None
+    return (f"the highest sample while the run was alive, {seen / MIB_PER_GIB:.1f} GiB, is below that: "
+            "its peak fell between samples")
+
+
 def _add_oom_row(out: Table, state: ConsoleState, colors: dict[str, str]) -> None:
     """What PyTorch said at the failing allocation of a run that died of an OOM (the log's
     budget may stop short of it); nothing otherwise."""
     oom = state.oom_numbers
     if oom is not None:
         out.add_row(Text("at the OOM: " + oom.describe(), style=colors.get("error", "red")))
+        missed = missed_peak_note(state)
+        if missed is not None:
+            out.add_row(Text(missed, style="dim"))
 
 
 #: GiB below which PyTorch's allocated memory and the log's budget are taken to agree (the two
@@ -250,7 +272,8 @@ class GpuPane(Static, can_focus=True):
         # what gpu_renderable reads: the same again (a flood of startup lines in the log asks
         # for this pane at each batch) leaves the pane as it is, no repaint
         key = (state.gpu, tuple((i, tuple(h)) for i, h in state.gpu_history.items()), note,
-               tuple(state.budget_gb.items()), frozenset(state.server_pids()), state.oom_numbers, width,
+               tuple(state.budget_gb.items()), frozenset(state.server_pids()), state.oom_numbers,
+               missed_peak_note(state), width,
                tuple(colors.items()))
         if key == getattr(self, "_mc_shown_key", None):
             return
