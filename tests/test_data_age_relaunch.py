@@ -47,3 +47,32 @@ def test_same_run_listed_again_keeps_its_data_age():
     st.apply(RunsListed((run,), "r1"))  # a poll, not a new run
     assert st.last_data == 1000.0
     assert " data 30 s ago " in status_text(st, STYLES, 200).plain
+
+
+def test_an_ended_run_s_data_age_says_it_is_the_last_and_why():
+    """A newcomer saw "data 43 s ago", "1 min 04 s", "1 min 30 s" on an ended run while the GPU
+    bar kept updating: the console looked stalled. Once the run has ended the header says the
+    age is of the server's last data and that the run ended; while it runs, the plain word;
+    where the row is narrow, the short form keeps "last"."""
+    from mambaconsole.state import GpuReading, GpuSnapshot
+
+    now = [1000.0]
+    st = ConsoleState("gpu-node", clock=lambda: now[0])
+    st.apply(RunsListed((RunInfo("r1", log_path="/a", state="running", started=900.0),), "r1"))
+    st.show_log_of("r1")
+    st.apply(_line("r1", 0, "[2026-12-01 10:00:00] Decode batch, #running-req: 1"))
+    now[0] = 1004.0
+    head = status_text(st, STYLES, 200).plain
+    assert " data 4 s ago " in head and "last data" not in head and "run ended" not in head
+    # it dies (exit 137); the node's GPU is still sampled
+    st.apply(RunsListed((RunInfo("r1", log_path="/a", state="exited", exit_code=137, started=900.0,
+                                 ended=1001.0),), "r1"))
+    now[0] = 1064.0
+    st.apply(GpuSnapshot((GpuReading(0, "H100", 0.0, 81559.0),), t=now[0]))
+    head = status_text(st, STYLES, 200).plain
+    assert " last data 1 min 04 s ago (run ended) " in head, head
+    assert " data 1 min 04 s ago " not in head.replace(" last data", "")
+    # narrow: the short form, still "last"
+    width = len(" ● DEAD exit 137 ") + len(" last data 1 min 04 s ago ") + 2  # the state word stays whole
+    narrow = status_text(st, STYLES, width).plain.split("\n")[0]
+    assert " last data 1 min 04 s ago " in narrow and "(run ended)" not in narrow, narrow

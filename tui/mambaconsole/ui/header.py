@@ -32,10 +32,14 @@ def status_text(state: ConsoleState, styles: dict[str, str], width: int | None =
     """The two header lines as Rich text. ``styles`` maps state words to Rich styles.
 
     ``width`` (cells): where the first line is wider, its less important parts give way whole
-    (:func:`~mambaconsole.ui.fit.fit_parts`), first the title, then SGLang's version, the run id,
-    the uptime, the host, the data age, the warnings (behind, log silent); the state word with
-    its exit code and SIMULATED always show whole (at 80 columns the cut fell in
-    ``STOPPED exit 13…``); None keeps every part."""
+    (:func:`~mambaconsole.ui.fit.fit_parts`), first the data age's "(run ended)", then the title,
+    SGLang's version, the run id, the uptime, the host, the data age, the warnings (behind, log
+    silent); the state word with its exit code and SIMULATED always show whole (at 80 columns
+    the cut fell in ``STOPPED exit 13…``); None keeps every part.
+
+    The data age is of the followed run's server's last data (a log line, an HTTP answer): ``data
+    3 s ago`` while the run lives; once it ended, ``last data 1 min ago (run ended)``: it only
+    grows, while the GPU pane (the node's readings) goes on updating."""
     s = state
     parts = [Part(" mambaconsole ", "bold reverse", give_way=0),
              Part(f" {s.host or '?'} ", "bold", give_way=4),
@@ -65,7 +69,12 @@ def status_text(state: ConsoleState, styles: dict[str, str], width: int | None =
         ended = s.run is not None and s.run.ended is not None
         parts.append(Part(f" {'ran' if ended else 'up'} {fmt_duration(up)} ", give_way=3))
     if s.last_data is not None:  # the server's own data (log lines, HTTP): ages once it stops
-        parts.append(Part(f" data {fmt_duration(max(0.0, s.clock() - s.last_data))} ago ", "dim", give_way=5))
+        age = fmt_duration(max(0.0, s.clock() - s.last_data))
+        if s.slices.runs.ended():  # no more will come: the age of its last, said as such (the GPU pane goes on)
+            parts.append(Part(f" last data {age} ago ", "dim", give_way=5))
+            parts.append(Part("(run ended) ", "dim", give_way=-1))  # the state word says it too: it goes first
+        else:
+            parts.append(Part(f" data {age} ago ", "dim", give_way=5))
     if read_only:  # --read-only: the keys that change the node are off, said where it always shows
         parts.append(Part(" READ-ONLY ", "bold reverse"))
     if s.simulated:
