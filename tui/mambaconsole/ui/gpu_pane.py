@@ -110,6 +110,9 @@ def gpu_renderable(state: ConsoleState, width: int, colors: dict[str, str]):
         hist = state.gpu_history.get(g.index)
         if hist:
             out.add_row(history_row(list(hist), state.gpu_interval_s, width, colors))
+    missed = missed_peak_note(state)
+    if missed is not None:  # under the sampled range it qualifies: above the OOM's lines, seen at 120x40
+        out.add_row(Text(missed, style=colors.get("warning", "yellow")))
     if state.budget_gb:
         out.add_row(_legend(state, colors, width))
     _add_oom_row(out, state, colors)
@@ -134,7 +137,7 @@ def history_row(hist_mib: list[float], interval_s: float, width: int, colors: di
     samples cover (samples × ``interval_s``, the GPU stream's interval: once a run's memory is
     steady the line is flat, and the span says how far back it reaches). The bars rise from 0
     to the highest sample shown. "sampled": memory between two samples is not seen (a peak
-    just before an OOM is often missed; :func:`missed_peak_note`)."""
+    just before an OOM is often missed: :func:`missed_peak_note` says so under this line)."""
     def label(n: int) -> str:
         shown = hist_mib[-n:]
         lo, hi = f"{min(shown) / MIB_PER_GIB:.1f}", f"{max(shown) / MIB_PER_GIB:.1f}"
@@ -151,18 +154,17 @@ def history_row(hist_mib: list[float], interval_s: float, width: int, colors: di
 
 
 def missed_peak_note(state: ConsoleState) -> str | None:
-    """``the highest sample while the run was alive, 51.7 GiB, is below that: its peak fell
-    between samples``: said under the OOM's numbers when PyTorch's message (:class:`TorchOom
-    <mambaconsole.sglang.events.TorchOom>`, GiB) says the process had more memory in use than
-    any GPU held in the samples this console took while the run was alive (the ``gpu`` slice's
-    peak, MiB): a GPU's used memory includes its processes', so the samples missed the peak.
+    """``the OOM's 88.02 GiB fell between samples (highest 9.1)``: said under the history when
+    PyTorch's OOM message (:class:`TorchOom <mambaconsole.sglang.events.TorchOom>`, GiB) says
+    the process had more memory in use than any GPU held in the samples this console took while
+    the run was alive (the ``gpu`` slice's peak, MiB, shown in GiB): a GPU's used memory
+    includes its processes', so the samples missed the peak, and the sampled range is not it.
     None when either is unknown or a sample reached it."""
     oom, run = state.oom_numbers, state.run
     seen = state.gpu_peak_mib.get(run.run_id) if run is not None else None
     if oom is None or oom.in_use_gib is None or seen is None or seen / MIB_PER_GIB >= oom.in_use_gib:
         return None
-    return (f"the highest sample while the run was alive, {seen / MIB_PER_GIB:.1f} GiB, is below that: "
-            "its peak fell between samples")
+    return f"the OOM's {oom.in_use_gib:.2f} GiB fell between samples (highest {seen / MIB_PER_GIB:.1f})"
 
 
 def _add_oom_row(out: Table, state: ConsoleState, colors: dict[str, str]) -> None:
@@ -171,9 +173,6 @@ def _add_oom_row(out: Table, state: ConsoleState, colors: dict[str, str]) -> Non
     oom = state.oom_numbers
     if oom is not None:
         out.add_row(Text("at the OOM: " + oom.describe(), style=colors.get("error", "red")))
-        missed = missed_peak_note(state)
-        if missed is not None:
-            out.add_row(Text(missed, style="dim"))
 
 
 #: GiB below which PyTorch's allocated memory and the log's budget are taken to agree (the two
