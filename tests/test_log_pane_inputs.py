@@ -116,7 +116,7 @@ async def test_search_and_filter_live_in_the_status_line_and_across_runs():
         assert chip.plain == status(app)
         spans = [chip.plain[sp.start:sp.end] for sp in chip.spans if "reverse" in str(sp.style)]
         assert any("search 'OutOfMemory'" in s and "filter 'line [0-3]'" in s for s in spans), spans
-        assert chip.plain.index("search") < chip.plain.index("lines")  # first, before the counts
+        assert chip.plain.index("search") < chip.plain.index("wrap (w)"), chip.plain  # first, before the counts
         assert [ln.text for ln in pane._shown] == want
         # the next run's log: the search and filter stay, still in the status line
         show_run(app, "r1", "r2")
@@ -338,7 +338,7 @@ async def test_own_polls_hidden_by_default_other_access_lines_dim_a_cycles():
         pane.view.focus()
         rows = [ln.text for ln in pane._shown]
         assert rows == [t for t in texts if not any(f'"GET {p} HTTP' in t for p in own)]
-        assert f"{n_own} poll lines hidden (a)" in status(app)
+        assert f"{n_own} polls hidden (a)" in status(app)  # 120x40: the short forms
         assert len(app.state.log) == len(texts)  # the state keeps them all
         other = next(ln for ln in pane._shown if "/v1/models" in ln.text)
         assert any(sp.start == 0 and sp.end == len(other.text) and "dim" in str(sp.style)
@@ -346,17 +346,17 @@ async def test_own_polls_hidden_by_default_other_access_lines_dim_a_cycles():
         # new lines: the own polls stay hidden and are counted
         write(app, "r1", texts + [access(43000, "/metrics"), access(43001, "/metrics")])
         await pilot.pause(0.05)
-        assert f"{n_own + 2} poll lines hidden (a)" in status(app)
+        assert f"{n_own + 2} polls hidden (a)" in status(app)
         await pilot.press("a")  # dim: every line shown, the polls dimmed
         await pilot.pause(0.05)
         assert len(pane._shown) == len(texts) + 2
-        assert "poll lines dimmed (a)" in status(app)
+        assert "polls dimmed (a)" in status(app)
         await pilot.press("a")  # show: plain
         await pilot.pause(0.05)
-        assert len(pane._shown) == len(texts) + 2 and "poll lines shown (a)" in status(app)
+        assert len(pane._shown) == len(texts) + 2 and "polls shown (a)" in status(app)
         await pilot.press("a")  # back to hide
         await pilot.pause(0.05)
-        assert f"{n_own + 2} poll lines hidden (a)" in status(app)
+        assert f"{n_own + 2} polls hidden (a)" in status(app)
 
 
 async def test_the_current_match_stands_out_from_the_others():

@@ -122,10 +122,26 @@ async def test_toasts_stay_clear_of_the_log_status_line():
         assert toast.region.bottom <= line.y or not toast.region.overlaps(line), (toast.region, line)
 
 
-@pytest.mark.parametrize("width", [36, 44, 52, 60, 70])
-async def test_a_narrow_status_line_keeps_the_essentials_and_marks_what_gave_way(width):
-    """The essentials whole; the others leave in the stated order (line count before the hidden
-    poll lines), and a ``…`` says some did."""
+#: the status row of a followed 1234-line log with no poll lines, worked out by hand: " following "
+#: (11 cells), the count (" 1234 lines shown" 17, short " 1234 shown" 11), the poll clause
+#: (", 0 poll lines hidden" 21, short ", 0 polls hidden" 16), its key " (a)" (4), "  wrap (w)" (10)
+#: and, where claims left, "  +N more" (9): the widest form that fits, all parts in one form
+NARROW_ROWS = {
+    70: " following  1234 lines shown, 0 poll lines hidden (a)  wrap (w)",  # 63: all in full
+    60: " following  1234 shown, 0 polls hidden (a)  wrap (w)",  # 52: every part short
+    52: " following  1234 shown, 0 polls hidden (a)  wrap (w)",
+    50: " following  1234 shown, 0 polls hidden  wrap (w)",  # 48: the key (a) goes
+    44: " following  1234 shown  wrap (w)  +1 more",  # 41: the poll clause leaves, counted
+    36: " following   wrap (w)  +2 more",  # 30: the count leaves too
+}
+
+
+@pytest.mark.parametrize("width", sorted(NARROW_ROWS))
+async def test_a_narrow_status_line_keeps_the_essentials_and_says_how_many_claims_left(width):
+    """The essentials whole; the others all in one form (never ``lines`` beside ``ln``), the
+    widest that fits; then whole claims leave in the stated order (the poll lines' clause before
+    the line count: the count stays while it fits) and ``+N more`` says how many did (a ``…``
+    read as cut text, and marked shortened forms too)."""
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
         w = await started(app, pilot)
@@ -133,14 +149,9 @@ async def test_a_narrow_status_line_keeps_the_essentials_and_marks_what_gave_way
         await pilot.pause(0.05)
         pane = app.log_pane
         text = pane._status_row(app.state, width).plain
-        assert cell_len(text) <= width
-        assert "following" in text and "wrap (w)" in text
-        full = pane._status_row(app.state, None).plain
-        assert "1234 lines" in full and "poll lines hidden (a)" in full
-        if text != full:
-            assert text.endswith("…"), text
-        if width == 52:  # room for one of the two: the hidden poll lines stay, the count goes
-            assert "0 poll lines hidden (a)" in text and "1234" not in text, text
+        assert text == NARROW_ROWS[width]
+        assert cell_len(text) <= width and not text.endswith("…")
+        assert pane._status_row(app.state, None).plain == NARROW_ROWS[70]
 
 
 async def test_a_scroll_key_moves_the_view_at_once_without_an_animation():
@@ -199,3 +210,46 @@ async def test_one_row_up_from_the_end_pauses_the_log_and_new_lines_do_not_undo_
         await pilot.press("end")
         await pilot.pause(0.05)
         assert pane.following and " following " in status(app)
+
+
+async def test_the_status_counts_add_up_and_keep_the_count_in_every_wrap_mode():
+    """The newcomer's log (``--demo``): 111 server lines and 102 of the console's own polls. The
+    old row said ``at line 101/111 … 213 lines  102 poll lines hidden`` (the first count without
+    the polls, the second with them, unlabelled), dropped the count in no-wrap mode at 120x40
+    (``following   102 poll lines hidden (a)  no wrap (w)…``, the ``…`` marking a short form
+    as if text was cut), and mixed ``ln`` with ``poll lines``. Expected rows worked out by hand
+    from the lines written here: 111 shown + 102 hidden = 213 read."""
+    from test_log_pane_inputs import access, show_run, write
+
+    texts = []
+    for i in range(111):
+        texts.append(f"[2026-11-30 12:00:00] Decode batch, #running-req: {i}")
+        if i < 102:
+            texts.append(access(41000 + i, "/metrics"))
+    assert len(texts) == 213
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        show_run(app, "r1")
+        write(app, "r1", texts)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        rows = {}
+        for wrap in (True, False):
+            pane.view.wrap = wrap
+            for width in (96, 56):  # the log pane's status row at 200x60 and 120x40
+                rows[wrap, width] = pane._status_row(app.state, width).plain
+        assert rows == {
+            (True, 96): " following  111 of 213 lines shown, 102 poll lines hidden (a)  wrap (w)",
+            (False, 96): " following  111 of 213 lines shown, 102 poll lines hidden (a)  no wrap (w)",
+            # 120x40 (56 cells): the short forms with (a) are 57 cells; without it they fit
+            (True, 56): " following  111/213 shown, 102 polls hidden  wrap (w)",
+            (False, 56): " following  111/213 shown, 102 polls hidden  no wrap (w)",
+        }
+        # paused: the position's "/111" is the count's "111", the row's claims one story
+        pane.view.focus()
+        await pilot.press("home")
+        await pilot.pause(0.05)
+        assert pane._status_row(app.state, 96).plain == (
+            " paused at line 1/111  111 of 213 lines shown, 102 poll lines hidden (a)  no wrap (w)")
+        assert pane._status_row(app.state, 76).plain == (  # 80x24: short, all of it
+            " paused at line 1/111  111/213 shown, 102 polls hidden (a)  no wrap (w)")

@@ -37,6 +37,11 @@ OWN_POLL_PATHS = frozenset({"/metrics", "/server_info", "/get_server_info", "/he
 _REQUEST_PATH = re.compile(r'"(?:\x1b\[[0-9;]*m)?GET (/[^\s?"\x1b]*)')
 
 
+def _width(parts: list[Part]) -> int:
+    """The cells ``parts`` take on one row."""
+    return sum(cell_len(p.text) for p in parts)
+
+
 def is_own_poll(text: str) -> bool:
     """An access line (``ShownLine.access``) for one of :data:`OWN_POLL_PATHS`."""
     m = _REQUEST_PATH.search(text)
@@ -62,6 +67,14 @@ CLEAR_HINT = " (Esc: clear)"
 #: after a filter in force that leaves no line: the key that opens it to change or clear it
 #: (:meth:`LogPane.action_filter`: the box holds the filter; Enter on it emptied clears it)
 CHANGE_HINT = " (f: change)"
+
+#: the status row's forms, tried in order (:meth:`LogPane._status_row`), the first whose whole
+#: row fits is drawn: ``(form, leave)`` of :meth:`LogPane._count_parts`: every part in full,
+#: every part short, short without the key hints, then one claim more leaving each step
+STATUS_LEVELS = ((0, 0), (1, 0), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4))
+#: the claims of the status row in the order they leave where the row is too narrow: the lines
+#: kept in memory, the poll lines' clause, the skipped middle, the line count
+LEAVE_ORDER = ("kept", "polls", "skipped", "count")
 
 #: the search and filter boxes' prompts, longest first: a box shows the longest that fits whole
 #: (at 120x40 the pane is 56 columns and the filter's long prompt ended at "(Enter: apply;")
@@ -258,64 +271,56 @@ class LogPane(Vertical):
     def _status_row(self, state: ConsoleState, width: int | None) -> Text:
         """The status line within ``width`` cells. Always whole: where the view is (one true
         thing: ``following``; ``at line 151/400: first error`` where a jump holds a line;
-        ``paused at line 151/400`` where scrolled up), the new lines, the answer to a key, the
-        search and filter in force, wrap or no wrap. The others give way, whole, in this order
-        (:func:`~mambaconsole.ui.fit.fit_parts`): ``(last N kept)``; ``b: earlier lines`` and the
-        poll lines dimmed/shown; the line count (short: ``400 ln``); the poll lines hidden (short:
-        ``9 polls hidden (a)``); the skipped middle (short: ``2 GiB skipped``); a ``…`` at the end
-        says some gave way. The search's ``(Esc: clear)`` gives way first where it would cost
-        the log a row and a match in view says a search is on (:meth:`_hints`); a filter's
-        ``(f: change)`` is drawn only where it leaves no line, and then stays as the search's
-        does. Where the search and filter in force do not fit beside the rest, they take a row
-        of their own above it (``#log-active``; two rows, search and filter, where one is too
-        narrow), their texts cut (``Decode b…``) only where a row is too narrow, their counts
-        never (at 120x40 the pane is 56 columns and the line ended at ``filter Decode``, never
-        reaching ``wrap (w)``)."""
+        ``paused at line 151/400`` where scrolled up; ``/400``: the lines shown), the new lines,
+        the answer to a key, the search and filter in force, wrap or no wrap. Then the counts,
+        one claim a reader can check against the position (:meth:`_count_parts`): ``400 of 650
+        lines shown, 250 poll lines hidden (a)``.
+
+        One rule fits it to the width, the one the search's key hints follow (:meth:`_hints`):
+        whole rows, fullest first, and the first that fits is drawn (:data:`STATUS_LEVELS`):
+        every part in full; every part short (``400/650 shown, 250 polls hidden (a)``: never
+        some short and some full); short without the key hints ``(a)`` and ``b: earlier``; then
+        whole claims leave, in :data:`LEAVE_ORDER`: ``(last N kept)``, the poll lines' clause, the
+        skipped middle, the line count. A row that left any ends in ``+N more``, N the claims
+        left out (a ``…`` there read as cut text). The search's ``(Esc: clear)`` gives way
+        first where it would cost the log a row and a match in view says a search is on
+        (:meth:`_hints`); a filter's ``(f: change)`` is drawn only where it leaves no line, and
+        then stays as the search's does. Where the search and filter in force do not fit beside
+        the rest (in its tersest row), they take a row of their own above it (``#log-active``;
+        two rows, search and filter, where one is too narrow), their texts cut (``Decode b…``)
+        only where a row is too narrow, their counts never (at 120x40 the pane is 56 columns
+        and the line ended at ``filter Decode``, never reaching ``wrap (w)``)."""
         c = self.app.theme_variables
         warn = c.get("warning", "yellow")
-        parts: list[Part] = []
+        head: list[Part] = []
         held = self._held_index()
         n_shown = len(self._shown)
         if held is not None:  # why: the first error; a search match says itself in the search part
-            why = f": {self._held[1]}" if self._held[1] else ""
-            parts.append(Part(f" at line {held + 1}/{n_shown}{why} ", f"bold reverse {warn}"))
+            why = f": {self._held[1]}" if self._held[1] else ""  # type: ignore[index]
+            head.append(Part(f" at line {held + 1}/{n_shown}{why} ", f"bold reverse {warn}"))
         elif self.following:
-            parts.append(Part(" following ", "dim"))
+            head.append(Part(" following ", "dim"))
         else:
             top = self._top_line() + 1 if n_shown else 0
-            parts.append(Part(f" paused at line {top}/{n_shown} ", "dim"))
+            head.append(Part(f" paused at line {top}/{n_shown} ", "dim"))
         if self._new:
-            parts.append(Part(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
-                              f"bold reverse {c.get('accent', 'magenta')}"))
+            head.append(Part(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
+                             f"bold reverse {c.get('accent', 'magenta')}"))
         if self._note:  # feedback to a key just pressed: where it is seen, before the counts
-            parts.append(Part(f" {self._note} ", f"bold reverse {warn}"))
-        active_at = len(parts)
-        kept = f" (last {len(state.log)} kept)" if state.log_dropped else ""
-        parts.append(Part(f" {state.log_total} lines", give_way=2, short=f" {state.log_total} ln"))
-        if kept:
-            parts.append(Part(kept, "dim", give_way=0))
-        if state.log_skipped is not None:
-            a, b = state.log_skipped
-            parts.append(Part(f"  {fmt_bytes(b - a)} skipped (b: earlier)", warn, give_way=4,
-                              short=f"  {fmt_bytes(b - a)} skipped"))
-        elif state.log_dropped:
-            parts.append(Part("  b: earlier lines", "dim", give_way=1))
-        if self.access_mode == "hide":
-            # rows the view leaves out: kept before the line count, like the skipped middle
-            parts.append(Part(f"  {self._hidden} poll lines hidden (a)", give_way=3,
-                              short=f"  {self._hidden} polls hidden (a)"))
-        else:
-            parts.append(Part(f"  poll lines {'dimmed' if self.access_mode == 'dim' else 'shown'} (a)", give_way=1))
-        parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)"))
+            head.append(Part(f" {self._note} ", f"bold reverse {warn}"))
 
+        def row(level: tuple[int, int], active: list[Part]) -> list[Part]:
+            return head + active + self._count_parts(state, *level)
+
+        active: list[Part] = []
         active_row = None
         if self._active_parts():  # first: the part that changes what the rows mean
             style = f"bold reverse {c.get('secondary', 'cyan')}"
             for hint in self._hints():
-                active = " · ".join(self._active_parts(hint=hint))
-                with_active = parts[:active_at] + [Part(" "), Part(f" {active} ", style), Part(" ")] + parts[active_at:]
-                if width is None or sum(cell_len(p.text) for p in with_active if p.give_way is None) <= width:
-                    parts = with_active
+                text = " · ".join(self._active_parts(hint=hint))
+                with_active = [Part(" "), Part(f" {text} ", style), Part(" ")]
+                if width is None or _width(row(STATUS_LEVELS[-1], with_active)) <= width:
+                    active = with_active
                     break
             else:  # rows of their own, above, so that the status line's essentials stay whole
                 active_row = self._active_rows(style, width)
@@ -323,7 +328,52 @@ class LogPane(Vertical):
         if active_row is not None:
             update_static(box, active_row)  # one row, or two (search, filter): a layout then
         box.set_class(active_row is not None, "shown")
-        return parts_text(parts, width, more="…")
+        rows = (row(level, active) for level in STATUS_LEVELS)
+        return parts_text(next((r for r in rows if width is None or _width(r) <= width),
+                               row(STATUS_LEVELS[-1], active)))
+
+    def _count_parts(self, state: ConsoleState, form: int, leave: int) -> list[Part]:
+        """The status row's parts after the position, the new lines, the note and the search and
+        filter: the line count, the poll lines, the skipped middle or earlier lines, wrap.
+        ``form``: 0 full, 1 short, 2 short without the key hints; ``leave``: how many claims
+        leave, in :data:`LEAVE_ORDER`; where any did, a last part ``+N more`` says how many.
+        The counts: ``shown`` the lines in the view (after the poll lines hidden and the
+        filter), ``of T lines`` all the lines read from the log (``state.log_total``; a skipped
+        middle is not read, its lines not counted), ``(last K kept)`` where lines left memory."""
+        warn = self.app.theme_variables.get("warning", "yellow")
+        shown, total = len(self._shown), state.log_total
+        gone = set(LEAVE_ORDER[:leave])
+        short = form > 0
+        parts: list[Part] = []
+        if "count" not in gone:
+            if shown == total:
+                lines = "line" if total == 1 else "lines"
+                parts.append(Part(f" {total} shown" if short else f" {total} {lines} shown"))
+            else:
+                parts.append(Part(f" {shown}/{total} shown" if short else f" {shown} of {total} lines shown"))
+            if state.log_dropped and "kept" not in gone:
+                k = len(state.log)
+                parts.append(Part(f" ({k} kept)" if short else f" (last {k} kept)", "dim"))
+            if "polls" not in gone:
+                if self.access_mode == "hide":
+                    n = self._hidden
+                    polls = f", {n} {'poll' if short else 'poll line'}{'' if n == 1 else 's'} hidden"
+                else:
+                    polls = f", {'polls' if short else 'poll lines'} {'dimmed' if self.access_mode == 'dim' else 'shown'}"
+                parts.append(Part(polls + (" (a)" if form < 2 else "")))
+        if state.log_skipped is not None and "skipped" not in gone:
+            a, b = state.log_skipped
+            hint = (" (b: earlier)", " (b)", "")[form]
+            parts.append(Part(f"  {fmt_bytes(b - a)} skipped{hint}", warn))
+        elif state.log_dropped and form < 2:  # a key hint only: it goes with the others
+            parts.append(Part("  b: earlier" if short else "  b: earlier lines", "dim"))
+        parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)"))
+        there = {"polls", "count"} | ({"kept"} if state.log_dropped else set()) | \
+            ({"skipped"} if state.log_skipped is not None else set())
+        left = sum(1 for name in LEAVE_ORDER[:leave] if name in there)
+        if left:
+            parts.append(Part(f"  +{left} more", "dim"))
+        return parts
 
     def on_resize(self) -> None:
         if self._state is not None:
