@@ -279,7 +279,7 @@ class LogPane(Vertical):
         One rule fits it to the width, the one the search's key hints follow (:meth:`_hints`):
         whole rows, fullest first, and the first that fits is drawn (:data:`STATUS_LEVELS`):
         every part in full; every part short (``400/650 shown, 250 polls hidden (a)``: never
-        some short and some full); short without the key hints ``(a)`` and ``b: earlier``; then
+        some short and some full); short without the key hints ``(a)``, ``b: earlier``, ``(w)``; then
         whole claims leave, in :data:`LEAVE_ORDER`: ``(last N kept)``, the poll lines' clause, the
         skipped middle, the line count. A row that left any ends in ``+N more``, N the claims
         left out (a ``…`` there read as cut text). The search's ``(Esc: clear)`` gives way
@@ -367,7 +367,7 @@ class LogPane(Vertical):
             parts.append(Part(f"  {fmt_bytes(b - a)} skipped{hint}", warn))
         elif state.log_dropped and form < 2:  # a key hint only: it goes with the others
             parts.append(Part("  b: earlier" if short else "  b: earlier lines", "dim"))
-        parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'} (w)"))
+        parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'}{' (w)' if form < 2 else ''}"))
         there = {"polls", "count"} | ({"kept"} if state.log_dropped else set()) | \
             ({"skipped"} if state.log_skipped is not None else set())
         left = sum(1 for name in LEAVE_ORDER[:leave] if name in there)
