@@ -260,3 +260,35 @@ async def test_the_status_counts_add_up_and_keep_the_count_in_every_wrap_mode():
             " paused at line 1/111  111/213 shown, 102 polls hidden (a)  no wrap (w)")
         assert pane._status_row(app.state, 56).plain == (  # 120x40: the count stays, the polls leave
             " paused at line 1/111  111/213 shown  no wrap  +1 more")
+
+
+#: a followed log of 5100 lines (no poll lines), 100 of them gone from memory (LOG_KEEP 5000),
+#: worked out by hand: " following " 11, " 5000 of 5100 lines shown" 25 (short 16), " (last 5000
+#: kept)" 17 (short 12), ", 0 poll lines hidden" 21 (short 16), " (a)" 4, "  b: earlier lines" 18
+#: (short 12, a key hint: goes with the others), "  wrap (w)" 10 (short 6), "  +N more" 9
+KEPT_ROWS = {
+    120: " following  5000 of 5100 lines shown (last 5000 kept), 0 poll lines hidden (a)  b: earlier lines  wrap (w)",
+    90: " following  5000/5100 shown (5000 kept), 0 polls hidden (a)  b: earlier  wrap (w)",  # 81
+    70: " following  5000/5100 shown (5000 kept), 0 polls hidden  wrap",  # 61
+    60: " following  5000/5100 shown, 0 polls hidden  wrap  +1 more",  # 58: "kept" leaves first
+    50: " following  5000/5100 shown  wrap  +2 more",  # 42: then the poll clause
+    30: " following   wrap  +3 more",  # 26: the count last
+}
+
+
+async def test_lines_gone_from_memory_leave_first_and_are_counted_in_the_mark():
+    from mambaconsole.slices.log import LOG_KEEP
+
+    assert LOG_KEEP == 5000  # the rows above assume it
+    app = bare_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        w = await started(app, pilot)
+        w.write(5100)
+        for _ in range(200):
+            if app.state.log_total == 5100:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.05)
+        pane = app.log_pane
+        got = {width: pane._status_row(app.state, width).plain for width in KEPT_ROWS}
+        assert got == KEPT_ROWS
