@@ -134,7 +134,7 @@ NARROW_ROWS = {
     48: " following  1234 shown, 0 polls hidden  wrap",  # 44: the keys (a), (w) go
     44: " following  1234 shown, 0 polls hidden  wrap",
     40: " following  1234 shown  wrap  +1 more",  # 37: the poll clause leaves, counted
-    36: " following   wrap  +2 more",  # 26: the count leaves too
+    36: " following  wrap  +2 more",  # 25: the count leaves too (one space less with it)
 }
 
 
@@ -272,7 +272,7 @@ KEPT_ROWS = {
     70: " following  5000/5100 shown (5000 kept), 0 polls hidden  wrap",  # 61
     60: " following  5000/5100 shown, 0 polls hidden  wrap  +1 more",  # 58: "kept" leaves first
     50: " following  5000/5100 shown  wrap  +2 more",  # 42: then the poll clause
-    30: " following   wrap  +3 more",  # 26: the count last
+    30: " following  wrap  +3 more",  # 25: the count last
 }
 
 

@@ -1,6 +1,7 @@
 """One row of parts fitted to a width: the less important parts take a short form or give way,
 whole, so the essential ones never lose a character to an ellipsis (the header's state word and
-SIMULATED, the log status line's search, filter and wrap)."""
+SIMULATED). The log pane's status row fits whole rows instead, one form for all its parts
+(:meth:`mambaconsole.ui.log_pane.LogPane._status_row`), and draws them with :func:`parts_text`."""
 
 from __future__ import annotations
 
@@ -44,13 +45,10 @@ def fit_parts(parts: list[Part], width: int | None) -> list[Part]:
             if p.give_way is None or i in chosen]
 
 
-def parts_text(parts: list[Part], width: int | None = None, more: str = "") -> Text:
+def parts_text(parts: list[Part], width: int | None = None) -> Text:
     """:func:`fit_parts` as one Rich Text row (no wrap; an ellipsis only where even the
-    essential parts are wider than ``width``). ``more``: a mark put at the end (its room kept)
-    where a part gave way or took its short form, so that none leaves without a trace."""
+    essential parts are wider than ``width``)."""
     shown = fit_parts(parts, width)
-    if more and width is not None and shown != list(parts):
-        shown = fit_parts(parts, max(0, width - cell_len(more))) + [Part(more, "dim")]
     t = Text(no_wrap=True, overflow="ellipsis")
     for p in shown:
         t.append(p.text, p.style)

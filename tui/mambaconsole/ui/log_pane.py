@@ -368,6 +368,8 @@ class LogPane(Vertical):
         elif state.log_dropped and form < 2:  # a key hint only: it goes with the others
             parts.append(Part("  b: earlier" if short else "  b: earlier lines", "dim"))
         parts.append(Part(f"  {'wrap' if self.view.wrap else 'no wrap'}{' (w)' if form < 2 else ''}"))
+        if "count" in gone:  # the next part follows the head's trailing space: one space, as the count did
+            parts[0] = Part(parts[0].text[1:], parts[0].style)
         there = {"polls", "count"} | ({"kept"} if state.log_dropped else set()) | \
             ({"skipped"} if state.log_skipped is not None else set())
         left = sum(1 for name in LEAVE_ORDER[:leave] if name in there)
