@@ -4,7 +4,6 @@ that size, the text read off the screen must be whole."""
 from __future__ import annotations
 
 import re
-
 import time
 
 import pytest
