@@ -154,31 +154,43 @@ async def test_notes_about_one_runs_log_do_not_stay_on_the_next_one():
         assert "search 'memory_pool' 0 matches" in status(app), status(app)
 
 
+async def _carried_to_r2(app, pilot, zoomed: bool, key: str, in_r1: str, not_in_r1: str | None = None) -> list[str]:
+    """Run r1's log (its line 7 says "CUDA out of memory") in the log pane, focused (and
+    zoomed); ``key`` opens the search or the filter box and "out of memory" is entered; the
+    status then holds ``in_r1`` (and not ``not_in_r1``); then the next run r2's log, without
+    the text, is shown. Returns r2's lines."""
+    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" CUDA out of memory" if i == 7 else "") for i in range(30)]
+    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" for i in range(30)]
+    show_run(app, "r1")
+    write(app, "r1", r1)
+    await pilot.pause(0.05)
+    pane = app.log_pane
+    pane.view.focus()
+    if zoomed:
+        await pilot.press("z")
+        await pilot.pause(0.05)
+        assert app.screen.maximized is pane
+    await pilot.press(key, *"out of memory", "enter")
+    await pilot.pause(0.05)
+    assert in_r1 in status(app), status(app)
+    if not_in_r1 is not None:
+        assert not_in_r1 not in status(app)
+    show_run(app, "r1", "r2")  # the next run's log, where the text is not
+    write(app, "r2", r2)
+    await pilot.pause(0.05)
+    return r2
+
+
 @pytest.mark.parametrize("zoomed", [False, True], ids=["pane", "zoomed"])
 async def test_a_search_carried_to_a_log_without_it_says_so_and_esc_clears_it(zoomed):
     """The search stays on for the next run's log (where the same text is looked for); where
     that log has none, the status says which search is in force, that it found nothing and the
     key that clears it; Esc on the log then clears it (zoomed: before Esc un-zooms)."""
     app = bare_app()
-    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" CUDA out of memory" if i == 7 else "") for i in range(30)]
-    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" for i in range(30)]
     async with app.run_test(size=(120, 40)) as pilot:
-        show_run(app, "r1")
-        write(app, "r1", r1)
-        await pilot.pause(0.05)
         pane = app.log_pane
-        pane.view.focus()
-        if zoomed:
-            await pilot.press("z")
-            await pilot.pause(0.05)
-            assert app.screen.maximized is pane
-        await pilot.press("slash", *"out of memory", "enter")
-        await pilot.pause(0.05)
         # a match in view says a search is on: the hint may give way to keep the log's rows
-        assert "search 'out of memory' 1/1" in status(app), status(app)
-        show_run(app, "r1", "r2")  # the next run's log, where the text is not
-        write(app, "r2", r2)
-        await pilot.pause(0.05)
+        r2 = await _carried_to_r2(app, pilot, zoomed, "slash", "search 'out of memory' 1/1")
         assert app.state.log_run_id == "r2"
         assert "search 'out of memory' 0 matches (Esc: clear)" in status(app), status(app)
         await pilot.press("escape")
@@ -224,26 +236,10 @@ async def test_a_filter_carried_to_a_log_without_its_lines_says_how_to_change_it
     it (``f``: the box opens holding it; Enter on it emptied clears it). Esc does not drop it
     (a filter waiting for lines yet to come is a watch); zoomed, Esc un-zooms as before."""
     app = bare_app()
-    r1 = [f"[2026-11-30 12:00:00] r1 line {i}" + (" CUDA out of memory" if i == 7 else "") for i in range(30)]
-    r2 = [f"[2026-11-30 12:01:00] r2 line {i}" for i in range(30)]
     async with app.run_test(size=(120, 40)) as pilot:
-        show_run(app, "r1")
-        write(app, "r1", r1)
-        await pilot.pause(0.05)
         pane = app.log_pane
-        pane.view.focus()
-        if zoomed:
-            await pilot.press("z")
-            await pilot.pause(0.05)
-            assert app.screen.maximized is pane
-        await pilot.press("f", *"out of memory", "enter")
-        await pilot.pause(0.05)
         # its line in view says a filter is on: no hint
-        assert "filter 'out of memory' 1 shown" in status(app), status(app)
-        assert "(f: change)" not in status(app)
-        show_run(app, "r1", "r2")  # the next run's log, where the text is not
-        write(app, "r2", r2)
-        await pilot.pause(0.05)
+        r2 = await _carried_to_r2(app, pilot, zoomed, "f", "filter 'out of memory' 1 shown", "(f: change)")
         assert app.state.log_run_id == "r2" and len(pane._shown) == 0
         assert "filter 'out of memory' 0 shown (f: change)" in status(app), status(app)
         await pilot.press("escape")
