@@ -237,7 +237,7 @@ async def test_the_status_counts_add_up_and_keep_the_count_in_every_wrap_mode():
         pane = app.log_pane
         rows = {}
         for wrap in (True, False):
-            pane.view.wrap = wrap
+            pane.view.set_wrap(wrap, follow=True)  # as `w` does (a bare `wrap = ` left the rows cached for the other mode)
             for width in (96, 56):  # the log pane's status row at 200x60 and 120x40
                 rows[wrap, width] = pane._status_row(app.state, width).plain
         assert rows == {
