@@ -23,14 +23,19 @@ class Part:
     short: str | None = None
 
 
+def parts_width(parts: list[Part]) -> int:
+    """The cells ``parts`` take on one row, each in full."""
+    return sum(cell_len(p.text) for p in parts)
+
+
 def fit_parts(parts: list[Part], width: int | None) -> list[Part]:
     """The parts shown within ``width`` cells, in their order: all in full when they fit (or
     ``width`` is None); else the essential ones in full, then the others, the most important
     (highest ``give_way``) first, each in full, else in its short form, else left out, while the
     room lasts. The essential ones alone may still be wider than ``width``."""
-    if width is None or sum(cell_len(p.text) for p in parts) <= width:
+    if width is None or parts_width(parts) <= width:
         return list(parts)
-    room = width - sum(cell_len(p.text) for p in parts if p.give_way is None)
+    room = width - parts_width([p for p in parts if p.give_way is None])
     chosen: dict[int, Part] = {}
     optional = sorted((i for i, p in enumerate(parts) if p.give_way is not None),
                       key=lambda i: -parts[i].give_way)  # type: ignore[operator]

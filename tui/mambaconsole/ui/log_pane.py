@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
 
 from mambaconsole.state import LOG_KEEP, ConsoleState, LineBuffer, ShownLine
-from mambaconsole.ui.fit import Part, parts_text
+from mambaconsole.ui.fit import Part, parts_text, parts_width
 from mambaconsole.ui.log_view import ACCESS_MODES, LogView
 from mambaconsole.ui.redraw import update_static
 from mambaconsole.units import fmt_bytes
@@ -35,11 +35,6 @@ from mambaconsole.units import fmt_bytes
 OWN_POLL_PATHS = frozenset({"/metrics", "/server_info", "/get_server_info", "/health", "/health_generate"})
 # the request path of a uvicorn access line (with or without uvicorn's colours)
 _REQUEST_PATH = re.compile(r'"(?:\x1b\[[0-9;]*m)?GET (/[^\s?"\x1b]*)')
-
-
-def _width(parts: list[Part]) -> int:
-    """The cells ``parts`` take on one row."""
-    return sum(cell_len(p.text) for p in parts)
 
 
 def is_own_poll(text: str) -> bool:
@@ -319,7 +314,7 @@ class LogPane(Vertical):
             for hint in self._hints():
                 text = " · ".join(self._active_parts(hint=hint))
                 with_active = [Part(" "), Part(f" {text} ", style), Part(" ")]
-                if width is None or _width(row(STATUS_LEVELS[-1], with_active)) <= width:
+                if width is None or parts_width(row(STATUS_LEVELS[-1], with_active)) <= width:
                     active = with_active
                     break
             else:  # rows of their own, above, so that the status line's essentials stay whole
@@ -329,7 +324,7 @@ class LogPane(Vertical):
             update_static(box, active_row)  # one row, or two (search, filter): a layout then
         box.set_class(active_row is not None, "shown")
         rows = (row(level, active) for level in STATUS_LEVELS)
-        return parts_text(next((r for r in rows if width is None or _width(r) <= width),
+        return parts_text(next((r for r in rows if width is None or parts_width(r) <= width),
                                row(STATUS_LEVELS[-1], active)))
 
     def _count_parts(self, state: ConsoleState, form: int, leave: int) -> list[Part]:
