@@ -247,7 +247,7 @@ async def test_a_stale_reading_says_its_age_and_ages_on_screen():
         from rich.console import Console
 
         con = Console(width=120, record=True)
-        con.print(app.gpu_pane.content)  # what the pane was last given to show
+        con.print(app.gpu_pane.body.content)  # what the pane was last given to show
         return con.export_text()
 
     async with app.run_test(size=(120, 40)) as pilot:

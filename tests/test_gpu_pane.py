@@ -130,8 +130,8 @@ async def test_bar_fits_the_pane_after_every_resize(tmp_path):
     app = ConsoleApp(Feed(LocalNode("gpu-node"), HostSettings()), start_workers=False)
 
     def bar_line() -> str:
-        pane = app.gpu_pane
-        lines = [s.text for s in pane.render_lines(pane.content_region.reset_offset)]
+        body = app.gpu_pane.body
+        lines = [s.text for s in body.render_lines(body.content_region.reset_offset)]
         return next((ln for ln in lines if "GiB" in ln and "/" in ln), "")
 
     async with app.run_test(size=(120, 40)) as pilot:
@@ -154,7 +154,8 @@ async def test_bar_fits_the_pane_after_every_resize(tmp_path):
 
 async def test_the_pane_is_repainted_only_when_what_it_shows_changed(tmp_path):
     """A flood of startup lines in the log asks for the GPU pane at each batch: the same reading
-    and budget leave it as it is; a new budget value repaints it."""
+    and budget leave it as it is; a new budget value repaints it, with a layout only where the
+    text's rows changed (a legend row added; not a number changed in place)."""
     from fixtures.screen import shown
     from mambaconsole.ui.app import ConsoleApp
 
@@ -163,16 +164,20 @@ async def test_the_pane_is_repainted_only_when_what_it_shows_changed(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         pane = app.gpu_pane
         updates = []
-        update = pane.update
-        pane.update = lambda *a, **kw: (updates.append(a), update(*a, **kw))
+        update = pane.body.update
+        pane.body.update = lambda *a, **kw: (updates.append(kw["layout"]), update(*a, **kw))
         pane.refresh_from(state)
         await pilot.pause()
         pane.refresh_from(state)
         assert len(updates) == 1
-        state.budget_gb["weights"] = 40.18
+        state.budget_gb["weights"] = 40.18  # a legend row more: laid out again
         pane.refresh_from(state)
         await pilot.pause()
-        assert len(updates) == 2 and "weights 40.18" in shown(pane)
+        assert updates == [True, True] and "weights 40.18" in shown(pane.body)
+        state.budget_gb["weights"] = 40.19  # the same rows: repainted, no layout
+        pane.refresh_from(state)
+        await pilot.pause()
+        assert updates == [True, True, False] and "weights 40.19" in shown(pane.body)
 
 
 async def test_used_history_says_its_range_and_the_time_it_spans(tmp_path):
@@ -257,3 +262,106 @@ def test_an_oom_above_every_sample_says_the_samples_missed_its_peak():
     # right under the sampled range it qualifies, before the legend and the OOM's lines (a short pane cuts those)
     assert text.index("GiB sampled") < text.index("fell between samples") < text.index("at the OOM")
     assert "between samples" not in pane_after([0.0, 93.3, 60.0])  # a sample saw it
+
+
+def _on_screen(app, widget) -> list[str]:
+    """The rows of ``widget``'s content region as the screen shows them (the compositor's
+    strips, cut to the region: a row the pane does not reach is not there)."""
+    r = widget.scrollable_content_region
+    rows = [s.text for s in app.screen._compositor.render_strips()]
+    return [row[r.x:r.right].rstrip() for row in rows[r.y:r.bottom]]
+
+
+def _oom_run(app, processes: bool) -> None:
+    """The console's state after an OOM run: case-19's real log (its OOM message), three GPU
+    samples (with two processes, the smaller an unresolved PID, or none) and a budget of two
+    parts (its legend one row in a wide pane, two in a narrow one); then the GPU pane drawn."""
+    from mambaconsole.state import GpuProcess
+
+    log = (Path(__file__).parent / "data" / "cases" / "case-19" / "input.log").read_text().splitlines()
+    st = app.state
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=42),), "r1"))
+    for i, g in enumerate((0.0, 40.0, 51.7)):
+        procs = (GpuProcess(0, 42, g * 1024, "python -m sglang.launch_server"),
+                 GpuProcess(0, 77, 512.0, "", resolved=False)) if processes else ()
+        st.apply(GpuSnapshot((GpuReading(0, "H100", g * 1024, 95.08 * 1024),), procs, t=float(i)))
+    batch, off = [], 0
+    for text in log:
+        batch.append(LogLine("r1", off, text))
+        off += len(text.encode()) + 1
+    st.apply(LogLines("r1", tuple(batch)))
+    st.flush_log()
+    st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=1, pid=42),), "r1"))
+    st.budget_gb.update({"weights": 51.2, "kv": 22.08})
+    app.refresh_panes({"gpu"})
+
+
+def _pane_rows(app) -> tuple[list[str], int]:
+    """The GPU pane's text drawn here at the width the pane gives it (less its scrollbar while
+    one shows), and the number of rows the pane shows."""
+    pane = app.gpu_pane
+    width, height = pane.scrollable_content_region.width, pane.scrollable_content_region.height
+    con = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
+    con.print(gpu_renderable(app.state, width, app.theme_variables))
+    return [ln.rstrip() for ln in con.export_text().splitlines()], height
+
+
+async def test_text_taller_than_the_pane_is_reached_by_keys_and_wheel():
+    """An OOM at 120x40: the OOM's sentence and the process table under the bar take more
+    rows than the pane has. The pane shows a scrollbar; End (pane focused) brings the last row
+    on screen, Home the first, and the mouse wheel scrolls it as well."""
+    from textual import events
+
+    from mambaconsole.ui.app import ConsoleApp
+
+    app = ConsoleApp(Feed(LocalNode("h"), HostSettings()), start_workers=False, clock=lambda: 2.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        _oom_run(app, processes=True)
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        pane = app.query_one("#gpu")
+        rows, height = _pane_rows(app)
+        # the smallest process, last in the table, is the unresolved PID 77
+        assert len(rows) > height and "77" in rows[-1] and "PID not visible" in rows[-1], (height, rows)
+        assert rows[0] in _on_screen(app, pane) and rows[-1] not in _on_screen(app, pane)
+        assert pane.show_vertical_scrollbar  # the sign that there is more
+        await pilot.press("end")
+        await pilot.pause(0.2)
+        shown_rows = _on_screen(app, pane)
+        assert shown_rows[-1] == rows[-1] and rows[0] not in shown_rows, shown_rows
+        await pilot.press("home")
+        await pilot.pause(0.2)
+        assert _on_screen(app, pane)[0] == rows[0]
+        for _ in range(len(rows) - height):
+            await pilot._post_mouse_events([events.MouseScrollDown], widget=pane, offset=(4, 4))
+        await pilot.pause(0.2)
+        assert _on_screen(app, pane)[-1] == rows[-1]
+
+
+async def test_the_text_keeps_its_own_height_through_resizes():
+    """The terminal resized, then the GPU pane focused (the focus restyles the pane while its
+    text is drawn again for the new width): the text is as many rows high as it takes at the
+    new width, its last row in reach, no blank rows under it to scroll to. (Left to Textual's
+    ``height: auto`` the text kept the height of the one drawn before: here at 120x40 12 of
+    its 13 rows, the last out of reach; on the demo at 200x60 12 rows for 10, a scrollbar for
+    nothing.)"""
+    from mambaconsole.ui.app import ConsoleApp
+
+    app = ConsoleApp(Feed(LocalNode("h"), HostSettings()), start_workers=False, clock=lambda: 2.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        _oom_run(app, processes=False)
+        await pilot.pause(0.5)
+        pane = app.gpu_pane
+        for size in ((80, 24), (200, 60), (120, 40), (200, 60)):
+            await pilot.press("4")
+            await pilot.resize_terminal(*size)
+            await pilot.press("1")
+            await pilot.pause(0.3)
+            rows, height = _pane_rows(app)
+            assert pane.body.size.height == len(rows), (size, rows)
+            assert pane.show_vertical_scrollbar == (len(rows) > height), (size, height, rows)
+            await pilot.press("end")
+            await pilot.pause(0.2)
+            shown_rows = _on_screen(app, pane)
+            assert shown_rows[-1] == rows[-1] if len(rows) >= height else shown_rows[:len(rows)] == rows, (
+                size, rows, shown_rows)

@@ -13,8 +13,13 @@ bar line is memory used / total, the same division that sizes the bar and prints
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState
@@ -249,11 +254,46 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
     return leg
 
 
-class GpuPane(Static, can_focus=True):
-    """The GPU memory pane (reads :class:`ConsoleState` only)."""
+class GpuBody(Static):
+    """The GPU pane's text, as many rows as it takes (the pane scrolls it), drawn for its own
+    width: the pane's content width less the vertical scrollbar while one shows."""
+
+    DEFAULT_CSS = "GpuBody { height: auto; }"
+
+    def set_rows(self, rows: int) -> None:
+        """Its height: the ``rows`` its text takes, as the pane measured them. Set, not left to
+        ``height: auto``: Textual keeps a widget's box model per width until the widget asks
+        for a layout, and a restyle's pending layout (the pane focused right after a resize)
+        swallowed that ask: the text kept the height of the one before, its last row out of
+        reach (or blank rows under it, and a scrollbar for them)."""
+        height = self.styles.height
+        if height is None or height.cells != rows:
+            self.styles.height = rows
+
+    def on_resize(self, _ev) -> None:
+        # zoom, un-zoom, a terminal resize, the scrollbar shown or gone: the bar drawn for the
+        # old width would push the used/total numbers off the pane (or leave half of it empty)
+        pane = self.parent
+        if isinstance(pane, GpuPane) and pane._state is not None:
+            pane.refresh_from(pane._state)
+
+
+class GpuPane(VerticalScroll, can_focus=True):
+    """The GPU memory pane (reads :class:`ConsoleState` only). Its text may be taller than the
+    pane (an OOM's lines under the bar at 120x40): the pane scrolls, with a scrollbar, by the
+    keyboard (up/down, page up/down, home/end) while focused and by the mouse wheel."""
+
+    DEFAULT_CSS = "GpuPane { overflow-x: hidden; scrollbar-size-vertical: 1; }"
 
     _state: ConsoleState | None = None
     _note_shown: str | None = None  # the stale reading's age line last drawn
+
+    def compose(self) -> ComposeResult:
+        yield GpuBody(id="gpu-body")
+
+    @property
+    def body(self) -> GpuBody:
+        return self.query_one(GpuBody)
 
     def refresh_age(self, state: ConsoleState) -> None:
         """The app's once-a-second tick: redraw only when the age line would change (the
@@ -263,24 +303,31 @@ class GpuPane(Static, can_focus=True):
 
     def refresh_from(self, state: ConsoleState) -> None:
         # called only when the GPU data changed (ConsoleState skips equal samples), and on a
-        # resize (the bar and the legend are sized to the width); a layout only when the
-        # number of rows changed
+        # resize of the text (GpuBody.on_resize: the bar and the legend are sized to its
+        # width); a layout only when the number of rows it takes changed
         self._state = state
         self._note_shown = note = stale_note(state)
-        width, colors = self.size.width or 60, self.app.theme_variables
+        body = self.body
+        width = body.size.width or self.scrollable_content_region.width or 60
+        colors = self.app.theme_variables
         # what gpu_renderable reads: the same again (a flood of startup lines in the log asks
         # for this pane at each batch) leaves the pane as it is, no repaint
         key = (state.gpu, tuple((i, tuple(h)) for i, h in state.gpu_history.items()), note,
                tuple(state.budget_gb.items()), frozenset(state.server_pids()), state.oom_numbers,
                missed_peak_note(state), width,
                tuple(colors.items()))
-        if key == getattr(self, "_mc_shown_key", None):
+        if key == getattr(body, "_mc_shown_key", None):
             return
         table = gpu_renderable(state, width, colors)
-        update_static(self, table, key=key, lines=getattr(table, "row_count", None))
+        rows = rendered_rows(table, width)
+        if update_static(body, table, key=key, lines=rows):
+            body.set_rows(rows)
 
-    def on_resize(self, _ev) -> None:
-        # zoom, un-zoom, a terminal resize: the bar drawn for the old width would push the
-        # used/total numbers off the pane (or leave half of it empty)
-        if self._state is not None:
-            self.refresh_from(self._state)
+
+#: renders the pane's text off screen to count its rows (no output)
+_MEASURE = Console(width=200, color_system=None, file=io.StringIO())
+
+
+def rendered_rows(renderable, width: int) -> int:
+    """Rows ``renderable`` takes at ``width`` cells (its wrapped lines included)."""
+    return len(_MEASURE.render_lines(renderable, _MEASURE.options.update_width(width), pad=False))
