@@ -1,13 +1,13 @@
 """The history table fits its screen: the argv change column takes what the other columns leave,
 shows the changes that fit whole and says how many it left out; where the screen is too narrow,
-columns give way (named in the title) and the detail line under the table holds every column.
+columns give way (the title names or counts them and says where they are) and the detail line under the table holds every column.
 Expected widths and texts are counted by hand from the cells written here."""
 
 from __future__ import annotations
 
 import pytest
 
-from mambaconsole.ui.history import COLUMNS, Summarised, column_layout, fit_changes
+from mambaconsole.ui.history import COLUMNS, Summarised, column_layout, fit_changes, left_out_note
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,12 +50,26 @@ def test_columns_give_way_in_order_and_the_argv_change_takes_the_rest(width, lef
     assert shown == [c for c in COLUMNS if c not in left] and argv_width == argv
 
 
-@pytest.mark.parametrize("size, cell, left", [
-    ((80, 24), f"{MAX} … 1 more", ["started", "budget (log)", "accept len", "to ready", "peak GPU"]),
-    ((120, 40), f"{MAX} … 1 more", ["started", "budget (log)"]),
-    ((200, 60), f"{MAX}  {RATIO}", []),
+@pytest.mark.parametrize("room, note", [
+    (46, "  · started, budget (log) in the details below"),  # 4 + 21 + 21 cells
+    (45, "  · 2 columns in the details below"),              # 4 + 9 + 21
+    (34, "  · 2 columns in the details below"),
+    (33, "  · 2 columns left out"),                          # 4 + 9 + 9
+    (5, "  · 2 columns left out"),                           # the shortest, clipped by the title
+])
+def test_the_title_says_which_columns_are_left_out_and_where_they_are(room, note):
+    assert left_out_note(["started", "budget (log)"], room) == note
+
+
+# the title before the note: "Run history  on gpu-node: 2 runs, newest first", 46 cells; the
+# note gets the screen's width less 2 (padding) and those 46
+@pytest.mark.parametrize("size, cell, left, note", [
+    ((80, 24), f"{MAX} … 1 more", ["started", "budget (log)", "accept len", "to ready", "peak GPU"],
+     "  · 5 columns left out"),  # 32 cells: "  · 5 columns in the details below" is 34
+    ((120, 40), f"{MAX} … 1 more", ["started", "budget (log)"], "  · started, budget (log) in the details below"),
+    ((200, 60), f"{MAX}  {RATIO}", [], ""),
 ], ids=lambda v: f"{v[0]}x{v[1]}" if isinstance(v, tuple) else None)
-async def test_the_argv_change_reads_whole_on_screen_and_the_detail_line_holds_the_rest(monkeypatch, size, cell, left):
+async def test_the_argv_change_reads_whole_on_screen_and_the_detail_line_holds_the_rest(monkeypatch, size, cell, left, note):
     from test_console_snapshots import _runs, feed_recorded, frozen_app
 
     app = frozen_app(monkeypatch)
@@ -77,8 +91,7 @@ async def test_the_argv_change_reads_whole_on_screen_and_the_detail_line_holds_t
         title = str(app.screen.query_one("#hist-title").render())
         header = table.render_line(0).text
         assert all(c not in header for c in left), header
-        # named where the title has room, else counted
-        assert all(c in title for c in left) or f"· {len(left)} columns under the table" in title, title
+        assert title == "Run history  on gpu-node: 2 runs, newest first" + note, title
         # the detail line holds every column of the highlighted run and the change whole
         detail = " ".join(str(app.screen.query_one("#hist-detail").render()).split())
         for part in (f"run {second.run_id}", "READY", "started 11-30 11:58:30", "to ready 12 s", "peak 94.8 GiB",

@@ -5,7 +5,7 @@ knowledge's ``summarize``), in a worker, and filled in as it arrives.
 
 The table fits its screen: the argv change column takes the width the other columns leave. Where
 the screen is too narrow for every column and :data:`ARGV_MIN` cells of the argv change, columns
-give way, whole, in the order of :data:`GIVE_WAY` (the title says which); the detail line under
+give way, whole, in the order of :data:`GIVE_WAY` (the title says which, :func:`left_out_note`); the detail line under
 the table holds every column of the highlighted run, the argv change whole. The argv change
 cell shows the changes that fit whole and says how many it left out (``… 1 more``,
 :func:`fit_changes`).
@@ -110,6 +110,16 @@ def column_layout(rows: Sequence[tuple], width: int) -> tuple[list[str], int]:
             break
         shown.remove(c)
     return shown + [COLUMNS[-1]], max(floor, width - sum(need[x] for x in shown) - 2 * PAD)
+
+
+def left_out_note(left: Sequence[str], room: int) -> str:
+    """What the title says of the columns the table left out (``left``; the detail line under
+    the table holds them), in ``room`` cells: their names and where they are, else their count
+    and where, else their count (``  · started, budget (log) in the details below``)."""
+    where = " in the details below"
+    notes = (f"  · {', '.join(left)}{where}", f"  · {count(len(left), 'column')}{where}",
+             f"  · {count(len(left), 'column')} left out")
+    return next((n for n in notes if cell_len(n) <= room), notes[-1])
 
 
 def history_rows(runs: list[RunInfo], summaries: dict[str, dict] | None = None,
@@ -221,10 +231,8 @@ class HistoryScreen(Screen[str | None]):
         self._rows = {row[0]: row for row in rows}
         title = Text.assemble(("Run history", "bold"), f"  on {self.host}: {count(len(self.runs), 'run')}, newest first")
         left = [c for c in COLUMNS if c not in shown]
-        if left:  # said whole where it fits, else counted
-            names = f"  · {', '.join(left)}: under the table"
-            fits = cell_len(title.plain + names) <= self.size.width - 2
-            title.append(names if fits else f"  · {count(len(left), 'column')} under the table", "dim")
+        if left:
+            title.append(left_out_note(left, self.size.width - 2 - title.cell_len), "dim")
         self.query_one("#hist-title", Static).update(title)
         self._show_detail()
 
