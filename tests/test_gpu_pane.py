@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from mambaconsole.node.local import LocalNode
@@ -18,7 +19,8 @@ from mambaconsole.sim.model import MiB, SimGPU
 from mambaconsole.state import ConsoleState, GpuReading, GpuSnapshot, LogLine, LogLines, RunInfo, RunsListed
 from mambaconsole.units import fmt_duration
 from mambaconsole.session.feed import Feed
-from mambaconsole.ui.gpu_pane import gpu_renderable
+from mambaconsole.ui.fit import item_lines
+from mambaconsole.ui.gpu_pane import GB_NOTE, _legend, gpu_renderable
 from mambaconsole.session.settings import HostSettings
 
 LOG = Path(__file__).parent / "data" / "console" / "sim-ready.log"
@@ -118,6 +120,46 @@ async def test_budget_legend_wraps_between_items_and_other_gets_its_value(tmp_pa
     # without a GPU reading there is no "other" number
     state.gpu = None
     assert not any("other" in ln for ln in pane_text(state, 90))
+
+
+@pytest.mark.parametrize("widths, width, lines", [
+    # the demo's OOM: the GB note 44 cells, "W weights 51.20" 15, "+ unnamed before the OOM 36.27"
+    # 30, "o other —" 9; 2 cells apart. At 96 (the pane at 200x60) filling each line in turn left
+    # "o other —" alone: [GB W +] [o] has 3 and 87 blank cells, [GB W] [+ o] 35 and 55, [GB] [W + o] 52 and 38
+    ([44, 15, 30, 9], 96, [[0], [1, 2, 3]]),
+    # at 55 (120x40) three lines: [GB] [W +] [o] leaves 11, 8, 46 blank (2301 squared), [GB] [W] [+ o] 11, 40, 14 (1917)
+    ([44, 15, 30, 9], 55, [[0], [1], [2, 3]]),
+    ([44, 15, 30, 9], 104, [[0, 1, 2, 3]]),  # 44 + 2 + 15 + 2 + 30 + 2 + 9
+    ([50, 5], 40, [[0], [1]]),                 # wider than the line: a line of its own
+    ([], 40, []),
+])
+def test_items_break_into_the_fewest_lines_evenly(widths, width, lines):
+    assert item_lines(widths, width) == lines
+
+
+async def test_the_legend_leaves_no_item_alone_on_its_last_line(tmp_path):
+    """The legend of the recorded log at 44 cells (the GB note's width) takes 5 lines whatever
+    the breaks (no 3 items in a row fit 44); filling each line in turn left ``o other`` alone
+    on the last. Of the breaks into 5 lines (2 items a line at most: the lone item first,
+    second, third or last) blank cells 29, 15, 8, 17 (squared 1419), 17, 27, 8, 17 (1371),
+    17, 8, 27, 17 (1371), 17, 8, 12, 32 (1521): of the two evenest, the one with more on the
+    earlier lines, "s mamba spec" alone."""
+    state, g = await sim_state(tmp_path, used_bytes=98000 * MiB, util=80)
+    run = RunInfo("r1", argv=("python3", "-m", "sglang.launch_server"), started=1.0, state="running", pid=4242)
+    state.apply(RunsListed((run,), run.run_id))
+    off, lines = 0, []
+    for t in LOG.read_text().splitlines():
+        lines.append(LogLine(run.run_id, off, t))
+        off += len(t.encode()) + 1
+    state.apply(LogLines(run.run_id, tuple(lines)))
+    state.flush_log()
+    b = state.budget_gb
+    other = g["memory_used_mib"] / 1024 - sum(b.values())
+    w, k, c = f"W weights {b['weights']:.2f}", f"K kv {b['kv']:.2f}", f"c mamba conv {b['mamba conv']:.2f}"
+    m, s = f"M mamba ssm {b['mamba ssm']:.2f}", f"s mamba spec {b['mamba spec']:.2f}"
+    gr, o = f"G graphs {b['graphs']:.2f}", f"o other {other:.2f}"
+    assert [len(x) for x in (GB_NOTE, w, k, c, m, s, gr, o)] == [44, 15, 10, 17, 17, 17, 13, 12]
+    assert _legend(state, {}, 44).plain.split("\n") == [GB_NOTE, f"{w}  {k}", f"{c}  {m}", s, f"{gr}  {o}"]
 
 
 async def test_bar_fits_the_pane_after_every_resize(tmp_path):

@@ -1,7 +1,9 @@
 """One row of parts fitted to a width: the less important parts take a short form or give way,
 whole, so the essential ones never lose a character to an ellipsis (the header's state word and
 SIMULATED). The log pane's status row fits whole rows instead, one form for all its parts
-(:meth:`mambaconsole.ui.log_pane.LogPane._status_row`), and draws them with :func:`parts_text`."""
+(:meth:`mambaconsole.ui.log_pane.LogPane._status_row`), and draws them with :func:`parts_text`.
+Items that all stay but may take several lines (the GPU pane's legend) break between items,
+evenly (:func:`item_lines`)."""
 
 from __future__ import annotations
 
@@ -58,3 +60,32 @@ def parts_text(parts: list[Part], width: int | None = None) -> Text:
     for p in shown:
         t.append(p.text, p.style)
     return t
+
+
+def item_lines(widths: list[int], width: int, gap: int = 2) -> list[list[int]]:
+    """Items ``widths`` cells wide, ``gap`` cells apart, on lines of ``width`` cells, broken
+    between items, never inside one: the indices on each line. As few lines as they take, and
+    of those breaks the evenest (the least sum of each line's squared blank cells), so that an
+    item does not sit alone on the last line where moving others down to it keeps the count
+    (``W weights  + unnamed`` / ``o other`` becomes ``W weights`` / ``+ unnamed  o other``);
+    between breaks as even, the one with more on the earlier lines. An item wider than
+    ``width`` takes a line of its own."""
+    n = len(widths)
+    # best[i]: (lines, blank cost, minus the end of the first line) for the items from i on
+    best: list[tuple[int, int, int]] = [(0, 0, -n)] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        options = []
+        used = -gap
+        for j in range(i + 1, n + 1):
+            used += gap + widths[j - 1]
+            if used > width and j > i + 1:
+                break
+            rest = best[j]
+            options.append((rest[0] + 1, rest[1] + max(0, width - used) ** 2, -j))
+        best[i] = min(options)
+    lines, i = [], 0
+    while i < n:
+        j = -best[i][2]
+        lines.append(list(range(i, j)))
+        i = j
+    return lines

@@ -24,6 +24,7 @@ from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState
 from mambaconsole.units import SGLANG_GB, fmt_duration
+from mambaconsole.ui.fit import item_lines
 from mambaconsole.ui.redraw import update_static
 
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -216,7 +217,9 @@ def other_gib(state: ConsoleState) -> list[float]:
 
 def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text:
     """``budget GiB (SGLang logs "GB" = bytes/1024³): W weights 51.20  K kv 22.08 ... o other 3.10``,
-    wrapped at ``width`` cells between items, never inside one (a swatch stays with its label)."""
+    on lines of ``width`` cells broken between items, never inside one (a swatch stays with its
+    label), and evenly (:func:`~mambaconsole.ui.fit.item_lines`: no item alone on the last line
+    where it need not be)."""
     items: list[Text] = [Text(GB_NOTE if not width or len(GB_NOTE) <= width else "budget GiB:", "dim")]
     for key, var, letter in BUDGET:
         if key in state.budget_gb:
@@ -240,17 +243,13 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
         item.append(" other " + "/".join(f"{v:.2f}" if v >= 0 else "—" for v in other))
         items.append(item)
     leg = Text(no_wrap=True, overflow="ellipsis")
-    col = 0
-    for i, item in enumerate(items):
-        n = item.cell_len
-        if i and width and col + 2 + n > width:
+    widths = [item.cell_len for item in items]
+    for n, line in enumerate(item_lines(widths, width) if width else [list(range(len(items)))]):
+        if n:
             leg.append("\n")
-            col = 0
-        elif i:
-            leg.append("  ")
-            col += 2
-        leg.append_text(item)
-        col += n
+        for k, i in enumerate(line):
+            leg.append("  " if k else "")
+            leg.append_text(items[i])
     return leg
 
 
