@@ -254,8 +254,9 @@ def _legend(state: ConsoleState, colors: dict[str, str], width: int = 0) -> Text
 
 
 class GpuBody(Static):
-    """The GPU pane's text, as many rows as it takes (the pane scrolls it), drawn for its own
-    width: the pane's content width less the vertical scrollbar while one shows."""
+    """The GPU pane's text, as many rows as it takes or as the pane has, whichever is more (the
+    pane scrolls it), drawn for its own width: the pane's content width less the vertical
+    scrollbar while one shows."""
 
     DEFAULT_CSS = "GpuBody { height: auto; }"
 
@@ -307,20 +308,28 @@ class GpuPane(VerticalScroll, can_focus=True):
         self._state = state
         self._note_shown = note = stale_note(state)
         body = self.body
-        width = body.size.width or self.scrollable_content_region.width or 60
-        colors = self.app.theme_variables
+        view = self.scrollable_content_region
+        width, colors = body.size.width or view.width or 60, self.app.theme_variables
         # what gpu_renderable reads: the same again (a flood of startup lines in the log asks
         # for this pane at each batch) leaves the pane as it is, no repaint
         key = (state.gpu, tuple((i, tuple(h)) for i, h in state.gpu_history.items()), note,
                tuple(state.budget_gb.items()), frozenset(state.server_pids()), state.oom_numbers,
-               missed_peak_note(state), width,
+               missed_peak_note(state), width, view.height,
                tuple(colors.items()))
         if key == getattr(body, "_mc_shown_key", None):
             return
         table = gpu_renderable(state, width, colors)
-        rows = rendered_rows(table, width)
+        # at least the pane's height: a text that fits changes its rows (a legend wrapping as a
+        # number grows) with no layout, which Textual does for the whole screen (under a flood of
+        # startup lines, one every few frames: 30 ms each on 2 cores)
+        rows = max(rendered_rows(table, width), view.height)
         if update_static(body, table, key=key, lines=rows):
             body.set_rows(rows)
+
+    def on_resize(self, _ev) -> None:
+        # the pane's height changed (zoom, a terminal resize): the text's height follows it
+        if self._state is not None:
+            self.refresh_from(self._state)
 
 
 #: renders the pane's text off screen to count its rows (no output)
