@@ -138,3 +138,72 @@ async def test_a_host_the_fleet_reaches_through_its_node_is_not_asked_of_the_env
     [row] = snap.workers
     assert (row.url, row.engine_health) == (f"local:{engine.server_port}", "healthy"), row
     assert "/health" in engine.asked
+
+
+@pytest.fixture
+def held_clients(monkeypatch):
+    """The fleet's clients, made by the real :func:`_http_clients` once ``release`` is set;
+    ``started`` is set when the worker thread begins making them; the made clients kept in
+    ``made``."""
+    import mambaconsole.session.fleet as fleet_mod
+
+    started, release, made = threading.Event(), threading.Event(), []
+    real = fleet_mod._http_clients
+
+    def held():
+        started.set()
+        assert release.wait(30)
+        clients = real()
+        made.extend(clients)
+        return clients
+
+    monkeypatch.setattr(fleet_mod, "_http_clients", held)
+    yield started, release, made
+    release.set()
+
+
+async def _until(pred, timeout=10.0):
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not pred() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return pred()
+
+
+async def test_a_fleet_closed_while_its_clients_are_made_closes_them_and_asks_nothing(serve, no_proxies, held_clients):
+    """The screen quits (``__aexit__``) while the worker thread still makes the clients: once
+    made they are closed, and a poll after it fails without a request to the router."""
+    import asyncio
+
+    started, release, made = held_clients
+    srv = serve()
+    url = f"http://127.0.0.1:{srv.server_port}"
+    fleet = Fleet([Target("router", url=url)])
+    opening = asyncio.create_task(fleet.__aenter__())
+    assert await asyncio.to_thread(started.wait, 10)
+    await fleet.__aexit__(None, None, None)
+    release.set()
+    await opening
+    assert len(made) == 2 and all(c.is_closed for c in made), made
+    with pytest.raises(RuntimeError, match="client has been closed"):
+        await fleet.poll()
+    assert srv.asked == []
+
+
+async def test_clients_made_for_an_opening_cancelled_meanwhile_are_closed(serve, no_proxies, held_clients):
+    """The opening itself is cancelled (the screen's mount handler, its app torn down: a key
+    cannot quit it before the handler's await returns) while the worker thread makes the
+    clients: nothing will receive them, and they are closed once made."""
+    import asyncio
+
+    started, release, made = held_clients
+    fleet = Fleet([Target("router", url=f"http://127.0.0.1:{serve().server_port}")])
+    opening = asyncio.create_task(fleet.__aenter__())
+    assert await asyncio.to_thread(started.wait, 10)
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+    release.set()
+    assert await _until(lambda: len(made) == 2 and all(c.is_closed for c in made)), made

@@ -128,6 +128,10 @@ def gpu_snapshot(rec: dict, now: float, *, simulated: bool = False) -> GpuSnapsh
     return None
 
 
+async def _aclose(client) -> None:
+    await client.aclose()
+
+
 def _http_client():
     """A new ``httpx.AsyncClient`` for the server's HTTP polls (5 s timeout); made in a worker
     thread (:meth:`Feed._client`, :func:`~mambaconsole.session.http_client.client_off_loop`).
@@ -429,7 +433,7 @@ class Feed:
         :func:`mambaconsole.opening.preload` has not done it yet, which on the event loop would
         hold the first drawn frames and keys."""
         if self._http is None:
-            client = await client_off_loop(_http_client)
+            client = await client_off_loop(_http_client, _aclose)
             if self._http is None:
                 self._http = client
             else:  # another poll made one meanwhile

@@ -228,6 +228,12 @@ def _http_clients():
             httpx.AsyncClient(timeout=HTTP_TIMEOUT, verify=tls, trust_env=False))
 
 
+async def _close_clients(clients) -> None:
+    """Closes the clients of :func:`_http_clients`."""
+    for client in clients:
+        await client.aclose()
+
+
 def _connect_error(exc: BaseException) -> str:
     """``connection refused`` when the OS refused the connection (nothing listens on the
     port: the engine's HTTP server is gone), else the error's own words."""
@@ -271,15 +277,22 @@ class Fleet:
         self._windows: dict[str, LatencyWindow] = {}
         self._answered: dict[str, float] = {}
         self._info: dict[str, tuple[float, ServerInfo]] = {}  # url -> (read at, /server_info)
+        self._closed = False  # __aexit__ ran: clients made after it are closed at once
 
     async def __aenter__(self) -> "Fleet":
         """Makes the HTTP clients (:func:`_http_clients`) in a worker thread
         (:func:`~mambaconsole.session.http_client.client_off_loop`): on the fleet screen's
-        event loop their CA bundle and imports would stall the first frames."""
-        self._http, self._forwarded_http = await client_off_loop(_http_clients)
+        event loop their CA bundle and imports would stall the first frames. Closed
+        (:meth:`__aexit__`: the screen quit) while they were made, it closes them: a poll then
+        fails and asks nothing."""
+        clients = await client_off_loop(_http_clients, _close_clients)
+        if self._closed:
+            await _close_clients(clients)
+        self._http, self._forwarded_http = clients
         return self
 
     async def __aexit__(self, *exc) -> None:
+        self._closed = True
         for client in (self._http, self._forwarded_http):
             if client is not None:
                 await client.aclose()
