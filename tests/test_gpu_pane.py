@@ -88,18 +88,31 @@ async def test_budget_from_the_log_is_gib_with_the_gb_note(tmp_path):
     assert f"{g['memory_used_mib'] / 1024:.1f}/{g['memory_total_mib'] / 1024:.1f} GiB {pct}%" in out
 
 
+def _apply_log(state, run_id: str, texts) -> None:
+    """``texts`` (a log's lines) into ``state`` as ``run_id``'s log from byte 0, folded."""
+    batch, off = [], 0
+    for text in texts:
+        batch.append(LogLine(run_id, off, text))
+        off += len(text.encode()) + 1
+    state.apply(LogLines(run_id, tuple(batch)))
+    state.flush_log()
+
+
+async def _recorded_budget(tmp_path, used_bytes: int = 98000 * MiB, util: int = 80):
+    """A simulated GPU (``used_bytes`` used) and the state after the recorded log (``LOG``) of
+    a running run: its memory budget in ``state.budget_gb``. Returns ``(state, the GPU file's
+    reading)``."""
+    state, g = await sim_state(tmp_path, used_bytes=used_bytes, util=util)
+    run = RunInfo("r1", argv=("python3", "-m", "sglang.launch_server"), started=1.0, state="running", pid=4242)
+    state.apply(RunsListed((run,), run.run_id))
+    _apply_log(state, run.run_id, LOG.read_text().splitlines())
+    return state, g
+
+
 async def test_budget_legend_wraps_between_items_and_other_gets_its_value(tmp_path):
     """The legend wraps as units (a swatch letter never ends a line away from its label) and
     ``other`` is GiB used minus the budget's parts (the GPU file's reading, the log's budget)."""
-    state, g = await sim_state(tmp_path, used_bytes=98000 * MiB, util=80)
-    run = RunInfo("r1", argv=("python3", "-m", "sglang.launch_server"), started=1.0, state="running", pid=4242)
-    state.apply(RunsListed((run,), run.run_id))
-    off, lines = 0, []
-    for t in LOG.read_text().splitlines():
-        lines.append(LogLine(run.run_id, off, t))
-        off += len(t.encode()) + 1
-    state.apply(LogLines(run.run_id, tuple(lines)))
-    state.flush_log()
+    state, g = await _recorded_budget(tmp_path)
     assert len(state.budget_gb) >= 5
     other = g["memory_used_mib"] / 1024 - sum(state.budget_gb.values())
     letters = {"weights": "W", "kv": "K", "mamba conv": "c", "mamba ssm": "M", "mamba spec": "s", "graphs": "G"}
@@ -111,10 +124,7 @@ async def test_budget_legend_wraps_between_items_and_other_gets_its_value(tmp_pa
         # no line of the legend ends with a lone swatch letter
         assert not any(re.search(r"(^|\s)[WKcMsGo]$", ln) for ln in out), out
     # a reading below the budget's sum (taken before the pools were allocated) has no "other"
-    state2, g2 = await sim_state(tmp_path / "low", used_bytes=10000 * MiB, util=5)
-    state2.apply(RunsListed((run,), run.run_id))
-    state2.apply(LogLines(run.run_id, tuple(lines)))
-    state2.flush_log()
+    state2, g2 = await _recorded_budget(tmp_path / "low", used_bytes=10000 * MiB, util=5)
     assert g2["memory_used_mib"] / 1024 < sum(state2.budget_gb.values())
     assert any("o other —" in ln for ln in pane_text(state2, 90))
     # without a GPU reading there is no "other" number
@@ -144,15 +154,7 @@ async def test_the_legend_leaves_no_item_alone_on_its_last_line(tmp_path):
     second, third or last) blank cells 29, 15, 8, 17 (squared 1419), 17, 27, 8, 17 (1371),
     17, 8, 27, 17 (1371), 17, 8, 12, 32 (1521): of the two evenest, the one with more on the
     earlier lines, "s mamba spec" alone."""
-    state, g = await sim_state(tmp_path, used_bytes=98000 * MiB, util=80)
-    run = RunInfo("r1", argv=("python3", "-m", "sglang.launch_server"), started=1.0, state="running", pid=4242)
-    state.apply(RunsListed((run,), run.run_id))
-    off, lines = 0, []
-    for t in LOG.read_text().splitlines():
-        lines.append(LogLine(run.run_id, off, t))
-        off += len(t.encode()) + 1
-    state.apply(LogLines(run.run_id, tuple(lines)))
-    state.flush_log()
+    state, g = await _recorded_budget(tmp_path)
     b = state.budget_gb
     other = g["memory_used_mib"] / 1024 - sum(b.values())
     w, k, c = f"W weights {b['weights']:.2f}", f"K kv {b['kv']:.2f}", f"c mamba conv {b['mamba conv']:.2f}"
@@ -323,12 +325,7 @@ def test_an_oom_above_every_sample_says_the_samples_missed_its_peak():
         st.apply(RunsListed((RunInfo("r1", log_path="/x", state="running", pid=42),), "r1"))
         for i, g in enumerate(samples_gib):
             st.apply(GpuSnapshot((GpuReading(0, "H100", g * 1024, 95.08 * 1024),), t=float(i)))
-        batch, off = [], 0
-        for text in lines:
-            batch.append(LogLine("r1", off, text))
-            off += len(text.encode()) + 1
-        st.apply(LogLines("r1", tuple(batch)))
-        st.flush_log()
+        _apply_log(st, "r1", lines)
         st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=1, pid=42),), "r1"))
         st.apply(GpuSnapshot((GpuReading(0, "H100", 0.0, 95.08 * 1024),), t=99.0))  # after its death
         assert st.status == "oom" and st.oom_numbers.in_use_gib == 93.27
@@ -362,12 +359,7 @@ def _oom_run(app, processes: bool) -> None:
         procs = (GpuProcess(0, 42, g * 1024, "python -m sglang.launch_server"),
                  GpuProcess(0, 77, 512.0, "", resolved=False)) if processes else ()
         st.apply(GpuSnapshot((GpuReading(0, "H100", g * 1024, 95.08 * 1024),), procs, t=float(i)))
-    batch, off = [], 0
-    for text in log:
-        batch.append(LogLine("r1", off, text))
-        off += len(text.encode()) + 1
-    st.apply(LogLines("r1", tuple(batch)))
-    st.flush_log()
+    _apply_log(st, "r1", log)
     st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=1, pid=42),), "r1"))
     st.budget_gb.update({"weights": 51.2, "kv": 22.08})
     app.refresh_panes({"gpu"})
