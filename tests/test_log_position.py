@@ -51,7 +51,7 @@ async def test_E_then_w_twice_keeps_the_error_line_at_the_top_and_says_so():
         w.write(3)
         await pilot.pause(0.05)
         assert visible(view)[0] == drawn(texts[50], width_of(view))[0]
-        assert "3 new lines" in status(app)
+        assert "▼ 3 new" in status(app)
         await pilot.press("end")
         await pilot.pause(0.05)
         assert pane.following and " following " in status(app) and "first error" not in status(app)
@@ -156,6 +156,37 @@ async def test_a_narrow_status_line_keeps_the_essentials_and_says_how_many_claim
         assert pane._status_row(app.state, None).plain == NARROW_ROWS[70]
 
 
+async def test_the_new_lines_marker_takes_the_rows_form_and_leaves_the_more_whole():
+    """A paused log with lines come since: the marker ``▼ N new lines (End: follow)`` (29 cells
+    with its spaces) goes short with the row (``▼ 5 new (End: follow)`` 23, then ``▼ 5 new
+    (End)`` 15), so that a narrow row still ends in a whole ``+N more`` (at 120x40, beside a
+    held line, the full marker pushed it to ``wrap  +2``: the row cut at the pane's edge)."""
+    app = bare_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        w = await started(app, pilot)
+        w.write(200)
+        await pilot.pause(0.05)
+        pane, view = app.log_pane, app.log_pane.view
+        view.focus()
+        view.action_scroll_up()  # paused
+        await pilot.pause(0.05)
+        w.write(5)
+        await pilot.pause(0.05)
+        full = pane._status_row(app.state, None).plain
+        head = full[:full.index(" ▼")]  # " paused at line N/200 "
+        assert full == head + " ▼ 5 new lines (End: follow)  205 lines shown, 0 poll lines hidden (a)  wrap (w)", full
+        n = cell_len(head)
+        # every part short: the marker 23, " 205 shown" 10, ", 0 polls hidden" 16, " (a)" 4, "  wrap (w)" 10
+        assert pane._status_row(app.state, n + 63).plain == head + " ▼ 5 new (End: follow)  205 shown, 0 polls hidden (a)  wrap (w)"
+        # the tersest: the marker 15, the count gone (" wrap" 5), "  +2 more" 9
+        narrow = pane._status_row(app.state, n + 29).plain
+        assert narrow == head + " ▼ 5 new (End)  wrap  +2 more", narrow
+        for width in range(n + 29, n + 80):
+            text = pane._status_row(app.state, width).plain
+            assert cell_len(text) <= width and not text.endswith("…") and " ▼ 5 new" in text, (width, text)
+            assert ("+" not in text) or text.endswith(" more"), (width, text)
+
+
 async def test_a_scroll_key_moves_the_view_at_once_without_an_animation():
     """up / down / page up / page down / home / end move the log view in one step, in the
     key's own turn (Textual animates a keyboard scroll: one row took 20 ms and several frames)."""
@@ -205,7 +236,7 @@ async def test_one_row_up_from_the_end_pauses_the_log_and_new_lines_do_not_undo_
         w.write(5)  # the flood goes on
         await pilot.pause(0.05)
         assert visible(view)[0] == top and view.scroll_y == y < view.max_scroll_y - 5
-        assert "5 new lines" in status(app)
+        assert "▼ 5 new" in status(app)
         await pilot.press("down")
         await pilot.pause(0.05)
         assert view.scroll_y == y + 1 < view.max_scroll_y and not pane.following

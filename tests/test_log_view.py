@@ -103,10 +103,10 @@ async def test_pause_counts_new_lines_keeps_the_rows_and_end_follows():
         w.write(37)  # 37 lines fall off the front: the rows on screen stay the same lines
         await pilot.pause(0.05)
         assert view.lines[int(view.scroll_y)] == top_line
-        assert "37 new lines" in str(pane.query_one("#log-status").render())
+        assert "▼ 37 new" in str(pane.query_one("#log-status").render())
         w.write(5)
         await pilot.pause(0.05)
-        assert "42 new lines" in str(pane.query_one("#log-status").render())
+        assert "▼ 42 new" in str(pane.query_one("#log-status").render())
         await pilot.press("G")
         await pilot.pause(0.05)
         assert pane.following and pane._new == 0

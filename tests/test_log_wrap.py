@@ -175,7 +175,7 @@ async def test_paused_keeps_the_same_row_in_sight_while_lines_fall_off_the_front
         w.write(37, [decode(keep + i) for i in range(37)])  # 37 lines fall off the front
         await pilot.pause(0.05)
         assert visible(view)[0] == top
-        assert "37 new lines" in status(app)
+        assert "▼ 37 new" in status(app)
         await pilot.press("G")
         await pilot.pause(0.05)
         assert pane.following and visible(view)[-rows_for(decode(keep + 36), width):] == drawn(decode(keep + 36), width)

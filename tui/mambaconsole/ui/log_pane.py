@@ -298,14 +298,18 @@ class LogPane(Vertical):
         else:
             top = self._top_line() + 1 if n_shown else 0
             head.append(Part(f" paused at line {top}/{n_shown} ", "dim"))
-        if self._new:
-            head.append(Part(f" ▼ {self._new} new line{'' if self._new == 1 else 's'} (End: follow) ",
-                             f"bold reverse {c.get('accent', 'magenta')}"))
-        if self._note:  # feedback to a key just pressed: where it is seen, before the counts
-            head.append(Part(f" {self._note} ", f"bold reverse {warn}"))
+        note = [Part(f" {self._note} ", f"bold reverse {warn}")] if self._note else []
+        # the new lines' marker in the row's form (STATUS_LEVELS): full, short, short with its key
+        # kept terse (it is how to act on the marker); at 120x40 beside a held line the full one
+        # pushed the row's "+N more" past the pane's edge
+        n_new = self._new
+        new_forms = [[Part(text, f"bold reverse {c.get('accent', 'magenta')}")] for text in (
+            f" ▼ {n_new} new line{'' if n_new == 1 else 's'} (End: follow) ", f" ▼ {n_new} new (End: follow) ",
+            f" ▼ {n_new} new (End) ")] if n_new else [[], [], []]
 
         def row(level: tuple[int, int], active: list[Part]) -> list[Part]:
-            return head + active + self._count_parts(state, *level)
+            # the note (feedback to a key just pressed) where it is seen, before the counts
+            return head + new_forms[level[0]] + note + active + self._count_parts(state, *level)
 
         active: list[Part] = []
         active_row = None
