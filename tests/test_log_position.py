@@ -156,6 +156,17 @@ async def test_a_narrow_status_line_keeps_the_essentials_and_says_how_many_claim
         assert pane._status_row(app.state, None).plain == NARROW_ROWS[70]
 
 
+async def _followed_and_focused(app, pilot, n: int):
+    """The log followed with ``n`` lines written, its view focused: (writer, pane, view)."""
+    w = await started(app, pilot)
+    w.write(n)
+    await pilot.pause(0.05)
+    pane, view = app.log_pane, app.log_pane.view
+    view.focus()
+    await pilot.pause(0.05)
+    return w, pane, view
+
+
 async def test_the_new_lines_marker_takes_the_rows_form_and_leaves_the_more_whole():
     """A paused log with lines come since: the marker ``▼ N new lines (End: follow)`` (29 cells
     with its spaces) goes short with the row (``▼ 5 new (End: follow)`` 23, then ``▼ 5 new
@@ -163,11 +174,7 @@ async def test_the_new_lines_marker_takes_the_rows_form_and_leaves_the_more_whol
     held line, the full marker pushed it to ``wrap  +2``: the row cut at the pane's edge)."""
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        w = await started(app, pilot)
-        w.write(200)
-        await pilot.pause(0.05)
-        pane, view = app.log_pane, app.log_pane.view
-        view.focus()
+        w, pane, view = await _followed_and_focused(app, pilot, 200)
         view.action_scroll_up()  # paused
         await pilot.pause(0.05)
         w.write(5)
@@ -222,12 +229,7 @@ async def test_one_row_up_from_the_end_pauses_the_log_and_new_lines_do_not_undo_
     changed nothing)."""
     app = bare_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        w = await started(app, pilot)
-        w.write(200)
-        await pilot.pause(0.05)
-        pane, view = app.log_pane, app.log_pane.view
-        view.focus()
-        await pilot.pause(0.05)
+        w, pane, view = await _followed_and_focused(app, pilot, 200)
         assert pane.following and view.scroll_y == view.max_scroll_y
         await pilot.press("up")
         await pilot.pause(0.05)
