@@ -396,3 +396,34 @@ def test_extra_buffer_on_a_cpu_device_is_refused_like_sglang(sim_process, free_p
     run = sim_process(version, demo.first_failing_argv(version, port=free_port) + ["--device", "cpu"])
     assert run.wait() == 1
     assert _normalise_site(run.text()).endswith((DATA / f"real-{version}-extra_buffer-cpu.txt").read_text())
+
+
+# The main thread holds the stop event's lock inside Event.wait (CPython's threading.Event
+# takes its Condition's plain Lock around the wait) when the signal arrives: Python runs the
+# handler right there, between two bytecodes. A handler that took that lock would wait for good.
+_SIGNAL_IN_WAIT = """
+import os, signal, sys, threading
+from mambaconsole.sim.server import SimServer
+
+server = SimServer.__new__(SimServer)  # only the stop event and the signal handlers
+server._stop, server._signal_pipe = threading.Event(), None
+old = server._install_signals()
+with server._stop._cond:
+    os.kill(os.getpid(), signal.SIGINT)
+    sum(range(100_000))  # bytecodes: the handler runs while the lock is held
+print("stop event set:", server._stop.wait(5), "signal:", signal.Signals(server._signal).name, flush=True)
+server._restore_signals(old)
+print("SIGINT handler back:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_sigint_while_the_sim_waits_on_its_stop_event_stops_it():
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run([sys.executable, "-c", _SIGNAL_IN_WAIT], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the SIGINT handler waited for the stop event's lock: the sim would ignore a stop")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["stop event set: True signal: SIGINT", "SIGINT handler back: True"]

@@ -122,6 +122,7 @@ class SimServer:
         self.decode_moments = [0.0] * 6
         self.startup = {"start": time.time()}
         self._stop = threading.Event()
+        self._signal_pipe: int | None = None  # the write end of _install_signals' pipe
         self._lock = threading.Lock()
         self._latency_reg = None  # TTFT/ITL histograms, made with the first request (metrics_text)
         self._loads_reg = None  # /v1/loads duration histogram, made with the first /v1/loads call
@@ -204,8 +205,7 @@ class SimServer:
         except _Stopped:
             return self._stopped()
         finally:
-            for sig, h in old_handlers.items():
-                signal.signal(sig, h)
+            self._restore_signals(old_handlers)
 
     def _validation_failure(self, failure: Failure) -> int:
         if self.version != "0.5.11":
@@ -838,15 +838,38 @@ class SimServer:
 
     # ---------------------------------------------------------------- signals
     def _install_signals(self) -> dict:
-        old = {}
+        """SIGTERM and SIGINT stop the server: their handler only notes the signal and writes a
+        byte to a pipe, and a thread reading that pipe sets :attr:`_stop`. Python runs a handler
+        in the main thread between two bytecodes, possibly while that thread holds the lock of
+        ``_stop`` inside ``Event.wait`` (:meth:`sleep`); ``Event.set`` in the handler would then
+        wait on that lock for good: the server ignored the SIGINT, and a console's stop ended
+        at SIGKILL. Returns the handlers replaced, for :meth:`_restore_signals`."""
+        r, w = os.pipe()
+        self._signal_pipe = w
+
+        def relay() -> None:
+            with os.fdopen(r, "rb", buffering=0) as f:
+                if f.read(1):
+                    self._stop.set()
+
+        threading.Thread(target=relay, name="sim-signals", daemon=True).start()
 
         def handler(signum, frame):
             self._signal = signum
-            self._stop.set()
+            os.write(w, b"s")
 
+        old = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             old[sig] = signal.signal(sig, handler)
         return old
+
+    def _restore_signals(self, old: dict) -> None:
+        """Put back the handlers :meth:`_install_signals` replaced and end its relay thread."""
+        for sig, h in old.items():
+            signal.signal(sig, h)
+        w, self._signal_pipe = self._signal_pipe, None
+        if w is not None:
+            os.close(w)
 
     def _stopped(self) -> int:
         sig = getattr(self, "_signal", signal.SIGTERM)
