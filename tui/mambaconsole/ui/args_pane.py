@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -10,6 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
 from mambaconsole.state import ArgRow, ConsoleState
+from mambaconsole.ui.fit import wrapped_lines
 from mambaconsole.ui.redraw import update_static
 
 FILTERS = ("all", "non-default", "changed", "live")
@@ -193,12 +193,10 @@ def detail_text(r: ArgRow, given, colors: dict[str, str], width: int | None = No
         return text
     for limit, where in ((160, True), (100, True), (64, True), (40, True), (24, True), (12, True), (12, False)):
         text = _detail(r, given, colors, limit, where)
-        if len(text.wrap(_MEASURE, width)) <= lines:
+        if wrapped_lines(text, width) <= lines:
             break
     return text
 
-
-_MEASURE = Console(width=200, color_system=None)  # wraps detail texts to count their lines
 
 
 def _detail(r: ArgRow, given, colors: dict[str, str], limit: int, where: bool) -> Text:

@@ -3,14 +3,26 @@ whole, so the essential ones never lose a character to an ellipsis (the header's
 SIMULATED). The log pane's status row fits whole rows instead, one form for all its parts
 (:meth:`mambaconsole.ui.log_pane.LogPane._status_row`), and draws them with :func:`parts_text`.
 Items that all stay but may take several lines (the GPU pane's legend) break between items,
-evenly (:func:`item_lines`)."""
+evenly (:func:`item_lines`). Texts are measured off screen with :data:`MEASURE`
+(:func:`wrapped_lines`)."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.console import Console
 from rich.text import Text
+
+#: an off-screen console (it writes nothing) that wraps texts and renders tables to count
+#: the rows they take; the width of each measure is given to it
+MEASURE = Console(width=200, color_system=None, file=io.StringIO())
+
+
+def wrapped_lines(text: Text, width: int) -> int:
+    """The lines ``text`` takes at ``width`` cells, broken as Rich breaks it (``Text.wrap``)."""
+    return len(text.wrap(MEASURE, width))
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,6 @@ bar line is memory used / total, the same division that sizes the bar and prints
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -24,7 +21,7 @@ from textual.widgets import Static
 
 from mambaconsole.state import ConsoleState
 from mambaconsole.units import SGLANG_GB, fmt_duration
-from mambaconsole.ui.fit import item_lines
+from mambaconsole.ui.fit import MEASURE, item_lines, wrapped_lines
 from mambaconsole.ui.redraw import update_static
 
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -289,11 +286,12 @@ class GpuPane(VerticalScroll, can_focus=True):
     _note_shown: str | None = None  # the stale reading's age line last drawn
 
     def compose(self) -> ComposeResult:
-        yield GpuBody(id="gpu-body")
+        self._body = GpuBody(id="gpu-body")
+        yield self._body
 
     @property
     def body(self) -> GpuBody:
-        return self.query_one(GpuBody)
+        return self._body
 
     def refresh_age(self, state: ConsoleState) -> None:
         """The app's once-a-second tick: redraw only when the age line would change (the
@@ -332,10 +330,6 @@ class GpuPane(VerticalScroll, can_focus=True):
             self.refresh_from(self._state)
 
 
-#: renders the pane's text off screen to count its rows (no output)
-_MEASURE = Console(width=200, color_system=None, file=io.StringIO())
-
-
 def rendered_rows(renderable, width: int) -> int:
     """Rows ``renderable`` takes at ``width`` cells (its wrapped lines included). For the
     pane's one-column grid (:func:`gpu_renderable`), row by row: a ``no_wrap`` Text is one
@@ -347,8 +341,8 @@ def rendered_rows(renderable, width: int) -> int:
         rows = 0
         for cell in renderable.columns[0].cells:
             if isinstance(cell, Text):
-                rows += cell.plain.count("\n") + 1 if cell.no_wrap else len(cell.wrap(_MEASURE, width))
+                rows += cell.plain.count("\n") + 1 if cell.no_wrap else wrapped_lines(cell, width)
             else:
                 rows += rendered_rows(cell, width)
         return rows
-    return len(_MEASURE.render_lines(renderable, _MEASURE.options.update_width(width), pad=False))
+    return len(MEASURE.render_lines(renderable, MEASURE.options.update_width(width), pad=False))
