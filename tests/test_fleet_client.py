@@ -26,15 +26,19 @@ WORKERS = json.dumps({"workers": []}).encode()  # smg's /workers with no worker 
 
 
 class _Router(http.server.BaseHTTPRequestHandler):
-    """A router's ``/workers`` (an empty list) and an engine's ``/health`` (200, empty), 404
-    for the rest (``self.path`` is the absolute URL where asked as a proxy); each request's
-    path kept in the server's ``asked``."""
+    """A router's ``/workers`` (the server's ``workers``: URLs, none by default) and an
+    engine's ``/health`` (200, empty), 404 for the rest (``self.path`` is the absolute URL where
+    asked as a proxy); each request's path kept in the server's ``asked``, its ``Host`` header
+    in ``hosts``."""
 
     def do_GET(self):
         self.server.asked.append(self.path)
+        self.server.hosts.append(self.headers["Host"])
         path = urlsplit(self.path).path
         found = path in ("/workers", "/health")
-        body = WORKERS if path == "/workers" else b""
+        workers = getattr(self.server, "workers", [])
+        body = (json.dumps({"workers": [{"url": u} for u in workers]}).encode() if workers else WORKERS) \
+            if path == "/workers" else b""
         self.send_response(200 if found else 404)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -52,7 +56,7 @@ def serve():
 
     def start(tls: ssl.SSLContext | None = None) -> http.server.ThreadingHTTPServer:
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Router)
-        srv.asked = []
+        srv.asked, srv.hosts = [], []
         if tls is not None:
             srv.socket = tls.wrap_socket(srv.socket, server_side=True)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -122,22 +126,61 @@ async def test_the_fleets_requests_go_through_the_environments_proxy(serve, no_p
     assert proxy.asked[0] == f"{url}/workers", proxy.asked
 
 
+@pytest.fixture
+def dead_proxy(no_proxies, monkeypatch):
+    """Every proxy variable names a port nothing listens on: a request through it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, dead)
+
+
 async def test_a_host_the_fleet_reaches_through_its_node_is_not_asked_of_the_environments_proxy(
-        serve, no_proxies, monkeypatch):
+        serve, dead_proxy):
     """A host target's engine is reached at this machine's end of its node's forward
     (127.0.0.1; ``local``: the port itself): a proxy named in the environment (here one that
     refuses every connection) cannot reach it and is not asked; the engine answers healthy."""
     engine = serve()
-    with socket.socket() as s:  # a port nothing listens on: a proxy there refuses the connection
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.setenv(var, dead)
     async with Fleet([Target("host", host="local")], hosts={"local": engine.server_port}) as fleet:
         snap = await fleet.poll()
     [row] = snap.workers
     assert (row.url, row.engine_health) == (f"local:{engine.server_port}", "healthy"), row
     assert "/health" in engine.asked
+
+
+async def test_a_loopback_router_reached_directly_is_not_asked_of_the_environments_proxy(serve, dead_proxy):
+    """A router on this machine's loopback, given by its URL (no ``via``): no proxy can reach
+    that loopback, so the one named in the environment is not asked; the router is read."""
+    router = serve()
+    url = f"http://127.0.0.1:{router.server_port}"
+    async with Fleet([Target("router", url=url)]) as fleet:
+        snap = await fleet.poll()
+    assert snap.router_errors == {} and snap.workers == []
+    assert router.asked[0] == "/workers", router.asked
+
+
+async def test_an_https_worker_reached_through_a_forward_is_verified_against_its_own_name(
+        serve, no_proxies, tmp_path, monkeypatch):
+    """The router, seen from the node (``via``; ``local`` forwards a port to itself), lists a
+    worker as ``https://localhost:PORT`` whose certificate names ``localhost`` alone. Reached
+    at the forward's 127.0.0.1, it is verified against ``localhost`` (TLS SNI) and asked with
+    ``Host: localhost:PORT``, as from the node: healthy. The same certificate is refused for
+    a worker listed by its address, 127.0.0.1, which it does not name."""
+    cert_file, key_file = _self_signed(tmp_path, "localhost")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    engine, router = serve(tls), serve()
+    named, by_address = f"https://localhost:{engine.server_port}", f"https://127.0.0.1:{engine.server_port}"
+    router.workers = [named, by_address]
+    async with Fleet([Target("router", url=f"http://127.0.0.1:{router.server_port}")], via="local") as fleet:
+        snap = await fleet.poll()
+    rows = {row.url: row for row in snap.workers}
+    assert rows[named].engine_health == "healthy", rows[named]
+    assert f"localhost:{engine.server_port}" in engine.hosts, engine.hosts
+    assert rows[by_address].engine_health != "healthy", rows[by_address]
+    assert "CERTIFICATE_VERIFY_FAILED" in (rows[by_address].engine_detail or ""), rows[by_address]
 
 
 @pytest.fixture

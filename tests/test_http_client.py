@@ -120,21 +120,25 @@ async def test_the_feeds_client_loads_no_certificates(sglang_http, monkeypatch):
     assert loaded == []
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    """(certificate, key) PEM files for 127.0.0.1, signed by themselves (no CA vouches)."""
+def _self_signed(tmp_path: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """(certificate, key) PEM files for ``host`` alone (an IP address or a DNS name, its one
+    subject alternative name), signed by themselves (no CA vouches)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
+    try:
+        alt = x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        alt = x509.DNSName(host)
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
+            .add_extension(x509.SubjectAlternativeName([alt]), critical=False)
             .sign(key, hashes.SHA256()))
     cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

@@ -220,12 +220,27 @@ def _http_clients():
     - ``direct``, for a URL this machine reaches itself: the environment's proxies
       (``HTTP_PROXY``, ``NO_PROXY`` ...) apply, as for the user's other HTTP tools;
     - ``forwarded``, for this machine's end of a node's forward (``127.0.0.1:<port>``,
-      :meth:`Fleet._local`): none apply (``trust_env=False``); a proxy cannot reach it."""
+      :meth:`Fleet._local`) and a loopback URL: none apply (``trust_env=False``); a proxy
+      cannot reach this machine's loopback."""
     import httpx
 
     tls = httpx.create_ssl_context()  # httpx's default: trust_env, so SSL_CERT_FILE is read
     return (httpx.AsyncClient(timeout=HTTP_TIMEOUT, verify=tls),
             httpx.AsyncClient(timeout=HTTP_TIMEOUT, verify=tls, trust_env=False))
+
+
+def _is_loopback(host: str | None) -> bool:
+    """``localhost``, or an address in 127.0.0.0/8 or ``::1``."""
+    import ipaddress
+
+    if host is None:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 async def _close_clients(clients) -> None:
@@ -270,7 +285,7 @@ class Fleet:
         self.clock = clock
         self._nodes: dict[str, Any] = {}
         self._http = None  # httpx.AsyncClient for the URLs reached directly (__aenter__)
-        self._forwarded_http = None  # ... and for the local ends of node forwards
+        self._forwarded_http = None  # ... and for the local ends of node forwards, loopback URLs
         #: url as shown → (node name or None = this machine, url as seen from that node)
         self._reach: dict[str, tuple[str | None, str]] = {}
         self._ports: dict[tuple[str | None, str, int], int] = {}
@@ -301,13 +316,13 @@ class Fleet:
         self._nodes.clear()
 
     # ------------------------------------------------------------ reaching URLs
-    async def _local(self, url: str) -> tuple[str, bool]:
-        """``url`` (as shown) as this machine reaches it, and whether through a forward:
-        directly (``(url, False)``), or through an SSH forward on the node it is seen from
-        (``via``, or a host target's own node): ``("http://127.0.0.1:<local port>", True)``."""
+    async def _local(self, url: str) -> tuple[str, str | None]:
+        """``url`` (as shown) as this machine reaches it, and the URL as seen from the node
+        when reached through that node's SSH forward (``via``, or a host target's own node):
+        ``("http://127.0.0.1:<local port>", "http://HOST:PORT")``; directly: ``(url, None)``."""
         node_name, remote = self._reach.get(url, (self.via, url))
         if node_name is None:
-            return remote, False
+            return remote, None
         parts = urlsplit(remote)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         key = (node_name, parts.hostname or "127.0.0.1", port)
@@ -318,19 +333,33 @@ class Fleet:
 
                 node = self._nodes[node_name] = await connect(node_name)
             self._ports[key] = await node.forward_port(port, key[1])
-        return urlunsplit((parts.scheme, f"127.0.0.1:{self._ports[key]}", parts.path, "", "")), True
+        return urlunsplit((parts.scheme, f"127.0.0.1:{self._ports[key]}", parts.path, "", "")), remote
 
     async def _get(self, url: str, path: str):
+        """``GET url + path``: the response, or one line saying why none came. Through a
+        forward the request is the one the node would send: ``Host`` names the URL's host and
+        port, and an https server's certificate is checked against that host name (TLS SNI),
+        not against the forward's 127.0.0.1. A loopback URL reached directly ignores the
+        environment's proxies, as a forward's local end does: no proxy can reach this
+        machine's loopback."""
         import httpx
 
         from mambaconsole.node import NodeError
 
         try:
-            base, forwarded = await self._local(url)
+            base, remote = await self._local(url)
         except NodeError as exc:
             return str(exc)
         try:
-            return await (self._forwarded_http if forwarded else self._http).get(base + path)
+            if remote is None:
+                client = self._forwarded_http if _is_loopback(urlsplit(base).hostname) else self._http
+                return await client.get(base + path)
+            seen = urlsplit(remote)
+            host = seen.hostname or "127.0.0.1"
+            named = f"[{host}]" if ":" in host else host
+            return await self._forwarded_http.get(
+                base + path, headers={"Host": named if seen.port is None else f"{named}:{seen.port}"},
+                extensions={"sni_hostname": host} if seen.scheme == "https" else None)
         except httpx.TimeoutException:
             return "timeout"
         except httpx.ConnectError as exc:
