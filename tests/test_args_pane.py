@@ -261,13 +261,41 @@ async def test_note_says_why_the_table_is_empty_and_past_tense_once_the_run_is_o
         pane.mode = "live"
         assert "0/2 fields" in note() and "no field differs from what the server reports" in note()
         pane.mode, pane.query_text = "all", "zzz"
-        assert "no field matches 'zzz' (filter all)" in note()
+        assert "no field matches 'zzz' (filter all; Esc: clear the search)" in note()
         pane.query_text = ""
         st.rows[1].live, st.rows[1].live_from, st.rows[1].disagrees = 4, "log", True
         assert "1 differs from the live server" in note()
         st.apply(RunsListed((RunInfo("r1", log_path="/x", state="exited", exit_code=0),), "r1"))
         assert not st.live and "1 differed from the server while it ran" in note()
         await pilot.pause()
+
+
+async def test_esc_on_the_table_clears_a_kept_search_before_it_unzooms():
+    """A search kept with Enter (carried to the next run, it may match nothing there): the note
+    says how to clear it; Esc on the table clears it, the rows come back, and only the next Esc
+    un-zooms the pane."""
+    from textual.widgets import DataTable, Input
+
+    app = _two_row_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        _two_rows(app)
+        pane = app.args_pane
+        app.refresh_panes({"args"})
+        await pilot.press("3", "z")
+        assert app.screen.maximized is pane
+        await pilot.press("slash", *"zzz", "enter")
+        await pilot.pause()
+        table, box = pane.query_one(DataTable), pane.query_one("#args-search", Input)
+        assert app.focused is table and box.value == "zzz" and table.row_count == 0
+        assert "no field matches 'zzz' (filter all; Esc: clear the search)" in str(pane.query_one("#args-note").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pane.query_text == "" and box.value == "" and not box.has_class("shown")
+        assert table.row_count == 2 and app.focused is table
+        assert app.screen.maximized is pane  # the first Esc cleared the search only
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.maximized is None
 
 
 def test_the_notes_counts_add_up_to_the_rows_shown():

@@ -723,8 +723,9 @@ class ConsoleApp(App[int]):
     def escape_to_minimize(self) -> bool:
         """Esc in an input box (log search/filter, ServerArgs search) closes the box, never
         un-zooms the pane."""
-        if isinstance(self.focused, Input) or self.log_pane.takes_escape(self.focused):
-            return False  # the log's Esc first clears its search
+        if isinstance(self.focused, Input) or self.log_pane.takes_escape(self.focused) \
+                or self.args_pane.takes_escape(self.focused):
+            return False  # a pane's Esc first clears its search
         return super().escape_to_minimize
 
     def save_screenshot(self, filename: str | None = None, path: str | None = None,

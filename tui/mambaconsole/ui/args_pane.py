@@ -235,12 +235,14 @@ class ArgsPane(Vertical, can_focus=False):
     """Table (flag, value, source, changed by), columns sized to the pane's width (a narrow pane
     leaves changed-by out), and under it the highlighted row in full (:func:`detail_text`). Where
     the live server disagrees with the resolution the value reads ``resolved → live live`` and the
-    source says where the live value was read. Keys: ``a`` filter, ``/`` search, ``v`` source."""
+    source says where the live value was read. Keys: ``a`` filter, ``/`` search (Enter keeps it,
+    Esc in the box or on the table clears it), ``v`` source."""
 
     BINDINGS = [
         Binding("a", "cycle_filter", "Filter", tooltip="all / non-default / changed by SGLang / differs from the live server"),
         Binding("slash", "search", "Search"),
         Binding("v", "view_source", "Source"),
+        Binding("escape", "clear_search", "Clear the search", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -336,7 +338,8 @@ class ArgsPane(Vertical, can_focus=False):
                 verb = ("differs" if n_dis == 1 else "differ") if state.live else "differed"
                 note.append(f" · {n_dis} {verb} {what}", f"bold {colors.get('warning', 'yellow')}")
             if not rows and state.rows and self.query_text:
-                note.append(f"\nno field matches '{self.query_text}' (filter {self.mode})", "dim")
+                note.append(f"\nno field matches '{self.query_text}' (filter {self.mode}; Esc: clear the search)",
+                            "dim")
             elif not rows and state.rows:
                 note.append("\n" + {
                     "live": "no field differs from what the server reports"
@@ -416,12 +419,26 @@ class ArgsPane(Vertical, can_focus=False):
             self.query_one(DataTable).focus()
 
     def on_key(self, ev) -> None:
-        box = self.query_one("#args-search", Input)
-        if ev.key == "escape" and box.has_focus:
-            box.value = ""
-            box.remove_class("shown")
-            self.query_one(DataTable).focus()
+        if ev.key == "escape" and self.query_one("#args-search", Input).has_focus:
+            self.action_clear_search()
             ev.stop()
+
+    def action_clear_search(self) -> None:
+        """Esc in the search box, or on the table while a kept search is in force (one carried
+        to the next run may match nothing there): no search, the box closed, the table focused."""
+        box = self.query_one("#args-search", Input)
+        box.value = ""
+        box.remove_class("shown")
+        if self.query_text:
+            self.query_text = ""
+            if self._state:
+                self.refresh_from(self._state)
+        self.query_one(DataTable).focus()
+
+    def takes_escape(self, focused: object) -> bool:
+        """Esc on the table clears a kept search before it un-zooms the pane
+        (:attr:`ConsoleApp.escape_to_minimize` asks: Textual un-zooms before any binding)."""
+        return bool(self.query_text) and focused is self.query_one(DataTable)
 
     def action_view_source(self) -> None:
         row = self.current_row()
