@@ -73,8 +73,8 @@ _SERVED_LINE = re.compile(r"\n\[[^\]\n]*\] (?:Decode|Prefill) batch, ")
 #: a line the parser reads as enveloped on its hot path (``LogParser.feed_many``): it ends the
 #: pending record, so the plain-text or batch line before it is a record of its own
 _ENVELOPED = E.HOT_LINE.match
-#: a decode line's row: its text when it has not SGLang's segments (DECODE_NUMBERS group 6)
-_OTHER_SHAPE = itemgetter(5)
+#: a decode line's row: its text when it has not SGLang's segments (DECODE_NUMBERS group 8)
+_OTHER_SHAPE = itemgetter(7)
 #: characters of block text that runs of not-yet-made decode events may hold at most
 PINNED_CHARS = 8 << 20
 #: lines at most handed to the parser in one call (a run found meanwhile is matched with the
@@ -323,7 +323,7 @@ def decode_events(text: str, s: int, e: int, line0: int, skip: int = 0) -> list[
 class DecodeRun(NamedTuple):
     """A run of simple lines the block fold read in bulk: ``text[s:e]`` (whole lines; ``line0``
     the first one's line number), ``rows`` its decode lines' numbers in log order
-    (:data:`~mambaconsole.sglang.events.DECODE_NUMBERS` groups, ``""`` when absent; group 6
+    (:data:`~mambaconsole.sglang.events.DECODE_NUMBERS` groups, ``""`` when absent; group 8
     the text of a line of another shape); ``accepts`` the accept lengths they print, in log
     order (None when a line has another shape: read its events)."""
 

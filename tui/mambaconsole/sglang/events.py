@@ -80,6 +80,7 @@ __all__ = [
     "RetractRequests", "FlagDeprecated", "EndpointDeprecated", "SettingChanged", "Killed",
     "LogParser", "TorchOom", "torch_oom", "parse_line", "parse_lines", "parse_text", "rank_tags", "parse_py_repr",
     "EVENT_TYPES", "simple_run_pattern", "simple_event", "simple_complete", "DECODE_NUMBERS", "DECODE_LINE", "HOT_LINE",
+    "logged_number",
 ]
 
 
@@ -176,7 +177,8 @@ class PythonWarning(Event):
 
 def _num(v: str | None) -> float | None:
     """A logged number, or None: not a number, or not finite (``1e400`` overflows to inf,
-    ``nan``): no log line of SGLang's prints such a value, so it says nothing."""
+    ``nan``): no log line of SGLang's prints such a value, so it says nothing. Public as
+    :func:`logged_number`."""
     if v is None:
         return None
     try:
@@ -187,6 +189,10 @@ def _num(v: str | None) -> float | None:
         except ValueError:
             return None
     return x if x - x == 0.0 else None  # finite (inf - inf and nan - nan are nan)
+
+
+#: a logged number as the events read it (:func:`_num`): for numbers read without an event
+logged_number = _num
 
 
 def _int(v: str | None) -> int | None:
@@ -2295,17 +2301,20 @@ _DECODE_SEGMENTS = (
     r"(?:, pre-allocated usage: V, \#prealloc-req: V, \#transfer-req: V(?:, \#host-receive-req: V)?,"
     r" \#retracted-req: V)?"
     r"(?:, waiting-image-req: V)?"
-    r"(?:, (?:cuda|cpu|npu|musa|xpu) graph: V)?, gen throughput \(token/s\): V, \#queue-req: V"
+    r"(?:, (?:cuda|cpu|npu|musa|xpu) graph: V)?, gen throughput \(token/s\): (V), \#queue-req: V"
     r"(?:, est\. decode TFLOPS/s \(per GPU\): V, est\. read BW \(GB/s per GPU\): V,"
     r" est\. write BW \(GB/s per GPU\): V)?"
     r"(?:, fwd occupancy: V(?:, fwd\+idle occupancy: V)?)?(?:, )?(?=\n)"
 ).replace(")?", ")?+").replace("NUM", _NUM).replace("V", _V)
 
-#: a decode batch line of a simple run (searched from the "\n" before it): groups
-#: ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept rate`` (``""``
-#: when absent) when the line has SGLang's segments (:data:`_DECODE_SEGMENTS`); else group 6,
-#: its text after ``Decode batch`` (read such a line as an event)
-DECODE_NUMBERS = re.compile(r"(?a)\n\[.{19}[^\]\n]*+\] Decode batch(?:" + _DECODE_SEGMENTS + r"|([^\n]*))")
+#: a decode batch line of a simple run (searched from the "\n" before it): group 1 its
+#: timestamp (the event's ``time``); then ``#running-req``, ``mamba num``, ``mamba usage``,
+#: ``accept len``, ``accept rate``, ``gen throughput (token/s)`` (``""`` when absent; the last
+#: as printed, :func:`logged_number` reads it) when the line has SGLang's segments
+#: (:data:`_DECODE_SEGMENTS`); else group 8, its text after ``Decode batch`` (read such a line
+#: as an event)
+DECODE_NUMBERS = re.compile(r"(?a)\n\[(.{19}(?:\.\d+)?+)[^\]\n]*+\] Decode batch(?:" + _DECODE_SEGMENTS
+                            + r"|([^\n]*))")
 #: a decode batch line of a simple run (searched from the "\n" before it)
 DECODE_LINE = re.compile(r"\n\[.{19}[^\]\n]*+\] Decode batch")
 

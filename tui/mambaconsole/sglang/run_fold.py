@@ -441,13 +441,13 @@ def decode_numbers(b: Boot, running: int | None, mamba_num: int | None, mamba_us
         b.usage_pairs.add((mamba_num, mamba_usage))
 
 
-def decode_rows(b: Boot, rows: list[tuple[str, str, str, str, str, str]]) -> list[float]:
+def decode_rows(b: Boot, rows: list[tuple[str, ...]]) -> list[float]:
     """:func:`decode_numbers` of many decode lines at once, in log order (the block fold): each
-    row the text of ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept
-    rate`` (``""`` when absent; plain decimal numbers,
-    :data:`~mambaconsole.sglang.events.DECODE_NUMBERS`). The same result, line for line.
+    row the groups of :data:`~mambaconsole.sglang.events.DECODE_NUMBERS` (the timestamp, then
+    the text of ``#running-req``, ``mamba num``, ``mamba usage``, ``accept len``, ``accept
+    rate`` as plain decimal numbers, ``""`` when absent, ...). The same result, line for line.
     Returns the accept lengths printed, in log order."""
-    running, nums, usages, lens, rates, _ = zip(*rows)
+    _, running, nums, usages, lens, rates, _, _ = zip(*rows)
     spec = b.spec
     spec.seen_decode = True
     values = list(map(float, filter(None, lens)))

@@ -182,8 +182,11 @@ class FoldSlice:
         """When a log event happened on this console's clock: its own timestamp for a line
         replayed from history, else now. ``dating``: ``(shift, now)`` as they were when its
         line was read (a run read in bulk, made an event later), else as they are."""
+        return self.when_time(e.time, dating)
+
+    def when_time(self, t: str | None, dating: tuple[float | None, float] | None = None) -> float:
+        """:meth:`when` of a line whose envelope timestamp is ``t`` (its event's ``time``)."""
         shift = self._shift if dating is None else dating[0]
-        t = e.time
         if shift is not None and t:
             if t == self._when_text:  # a flood's lines share their second: read it once
                 return self._when_at + shift

@@ -15,6 +15,7 @@ from functools import reduce
 from operator import add
 from typing import TYPE_CHECKING, Any
 
+from mambaconsole.sglang.events import logged_number
 from mambaconsole.sglang.spec import COLLAPSE_ACCEPT_LEN, COLLAPSE_BATCHES
 from mambaconsole.slices.buffers import SpecBuffer
 
@@ -39,7 +40,8 @@ PENDING_RUNS = 512
 class SpecSlice:
     """Decode batches: speculative numbers and Mamba capacity inputs. ``when(e, dating=None)``
     dates a log event (``dating``: the ``(shift, now)`` its lines were read with, for a run
-    read in bulk); ``gpu`` says which rank's memory lines count (the pool size is that rank's).
+    read in bulk), ``when_time(t, dating=None)`` a line by its envelope timestamp ``t``;
+    ``gpu`` says which rank's memory lines count (the pool size is that rank's).
 
     A run of history's decode lines read in bulk (:meth:`on_decode_run`) adds its numbers at
     once (the mean, the collapse run, on/off) and keeps the run itself: its last lines become
@@ -47,8 +49,9 @@ class SpecSlice:
     something reads those, or before a line comes one at a time: the same fields as line by
     line (``tests/test_bulk_state.py``), without an event per line of a long history."""
 
-    def __init__(self, when: Callable[..., float], gpu: GpuSlice) -> None:
+    def __init__(self, when: Callable[..., float], gpu: GpuSlice, when_time: Callable[..., float]) -> None:
         self._when = when
+        self._when_time = when_time
         self._gpu = gpu
         self._points = SpecBuffer(maxlen=SPEC_KEEP)
         #: speculative decoding is on (the batch lines or /server_info say so); None: not known yet
@@ -147,8 +150,8 @@ class SpecSlice:
                 self._numbers(alen, e.spec_enabled)
                 self._kept(e, self._when(e, dating), alen, True)
             return {"spec"}
-        # SGLang's segments: "accept len" is printed (group 4) exactly when speculation is on
-        self.enabled = bool(rows[-1][3])
+        # SGLang's segments: "accept len" is printed (group 5) exactly when speculation is on
+        self.enabled = bool(rows[-1][4])
         n_spec = len(values)
         if n_spec:
             self.accept_sum = reduce(add, values, self.accept_sum)  # in log order, as line by line
@@ -192,13 +195,24 @@ class SpecSlice:
             self._last_of = entry
 
     def _settle(self) -> None:
-        """The runs read in bulk (:meth:`on_decode_run`) into the kept fields, as events."""
+        """The runs read in bulk (:meth:`on_decode_run`) into the kept fields: the points from
+        their rows (timestamp, accept len, accept rate, gen throughput: what
+        :meth:`on_decode` reads off each event), and as events only the lines the recent
+        batches and the last batch keep (a flood's frame reads the points: an event per decode
+        line there cost ~9 ms of a 50 ms frame)."""
         pend, self._pending = self._pending, deque()
         self._pend_dec = self._pend_spec = 0
-        for run, dating, _n, _s, boot in pend:
+        append, when_time = self._points.append, self._when_time
+        for run, dating, n_dec, n_spec, boot in pend:
+            if n_spec:
+                for t, _r, _n, _u, alen, rate, tput, _o in run.rows:
+                    if alen:
+                        append(when_time(t, dating), float(alen), float(rate), logged_number(tput))
             this_boot = boot == self._boot
-            for e in run.events():
-                self._kept(e, self._when(e, dating), e.accept_len, this_boot)
+            for e in run.events(n_dec - (RECENT_BATCHES if this_boot else 1)):
+                self._last_batch, self._batch_t = e, self._when(e, dating)
+                if this_boot:
+                    self._recent.append(e)
 
     def on_mamba_pool(self, e: Any) -> set[str]:
         """``Mamba Cache is allocated`` (``MambaCacheAllocated``): the pool of the budget's rank."""
