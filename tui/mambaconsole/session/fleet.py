@@ -244,9 +244,10 @@ def _is_loopback(host: str | None) -> bool:
 
 
 async def _close_clients(clients) -> None:
-    """Closes the clients of :func:`_http_clients`."""
+    """Closes the clients of :func:`_http_clients` (None: not made)."""
     for client in clients:
-        await client.aclose()
+        if client is not None:
+            await client.aclose()
 
 
 def _connect_error(exc: BaseException) -> str:
@@ -308,9 +309,7 @@ class Fleet:
 
     async def __aexit__(self, *exc) -> None:
         self._closed = True
-        for client in (self._http, self._forwarded_http):
-            if client is not None:
-                await client.aclose()
+        await _close_clients((self._http, self._forwarded_http))
         for node in self._nodes.values():
             await node.close()
         self._nodes.clear()

@@ -198,7 +198,6 @@ def detail_text(r: ArgRow, given, colors: dict[str, str], width: int | None = No
     return text
 
 
-
 def _detail(r: ArgRow, given, colors: dict[str, str], limit: int, where: bool) -> Text:
     text = Text(no_wrap=False)
     text.append(r.flag, "bold")
