@@ -294,7 +294,7 @@ def _fold_slices(run: RunInfo) -> tuple[FoldSlice, SpecSlice, GpuSlice, list[int
     slice_of: dict = {}
     fold = FoldSlice(clock, runs, lambda: boots.append(1), LOG_EVENTS, slice_of)
     gpu = GpuSlice(clock, lambda: run, lambda: None)
-    spec = SpecSlice(fold.when, gpu, fold.when_time)
+    spec = SpecSlice(fold.when_time, gpu)
     slice_of.update(fold=fold, gpu=gpu, spec=spec, args=ArgsSlice(ServerSlice(clock, runs.note_data), spec))
     return fold, spec, gpu, boots, clock
 
@@ -345,7 +345,7 @@ def test_spec_collapse_after_the_run_of_batches_at_one_and_a_mean_over_all():
 
 def test_args_rows_from_the_resolution_and_the_live_values_against_them():
     server = ServerSlice(Clock(), lambda t: None)
-    spec = SpecSlice(lambda e: 0.0, GpuSlice(Clock(), lambda: None, lambda: None), lambda t: 0.0)
+    spec = SpecSlice(lambda t, dating=None: 0.0, GpuSlice(Clock(), lambda: None, lambda: None))
     args = ArgsSlice(server, spec)
     result = {"fields": {
         "max_running_requests": {"option": "--max-running-requests", "value": 48, "default": None, "source": "cli"},

@@ -146,7 +146,7 @@ class ConsoleState:
         fold = FoldSlice(clock, runs, self._new_boot, LOG_EVENTS, slice_of, LOG_DECODE_RUNS)
         log = LogSlice(clock, runs, fold, log_keep=log_keep, log_silent_s=log_silent_s)
         gpu = GpuSlice(clock, lambda: runs.run, link.note_simulated)
-        spec = SpecSlice(fold.when, gpu, fold.when_time)
+        spec = SpecSlice(fold.when_time, gpu)
         server = ServerSlice(clock, runs.note_data)
         args = ArgsSlice(server, spec)
         ranks = RanksSlice()

@@ -5,7 +5,7 @@
 batch and its collapse alarm, and the inputs of the Mamba slot estimate
 (:mod:`mambaconsole.sglang.capacity`: the last decode lines, the pool size the ``Mamba Cache is
 allocated`` line printed, the slots per request of the cap warning). Times on the console's
-clock (``when(event)``: a replayed line's own timestamp, else now)."""
+clock (``when_time(event.time)``: a replayed line's own timestamp, else now)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ PENDING_RUNS = 512
 
 
 class SpecSlice:
-    """Decode batches: speculative numbers and Mamba capacity inputs. ``when(e, dating=None)``
-    dates a log event (``dating``: the ``(shift, now)`` its lines were read with, for a run
-    read in bulk), ``when_time(t, dating=None)`` a line by its envelope timestamp ``t``;
-    ``gpu`` says which rank's memory lines count (the pool size is that rank's).
+    """Decode batches: speculative numbers and Mamba capacity inputs. ``when_time(t,
+    dating=None)`` dates a log line by its envelope timestamp ``t`` (an event's ``time``;
+    ``dating``: the ``(shift, now)`` its lines were read with, for a run read in bulk); ``gpu``
+    says which rank's memory lines count (the pool size is that rank's).
 
     A run of history's decode lines read in bulk (:meth:`on_decode_run`) adds its numbers at
     once (the mean, the collapse run, on/off) and keeps the run itself: its last lines become
@@ -49,8 +49,7 @@ class SpecSlice:
     something reads those, or before a line comes one at a time: the same fields as line by
     line (``tests/test_bulk_state.py``), without an event per line of a long history."""
 
-    def __init__(self, when: Callable[..., float], gpu: GpuSlice, when_time: Callable[..., float]) -> None:
-        self._when = when
+    def __init__(self, when_time: Callable[..., float], gpu: GpuSlice) -> None:
         self._when_time = when_time
         self._gpu = gpu
         self._points = SpecBuffer(maxlen=SPEC_KEEP)
@@ -111,7 +110,7 @@ class SpecSlice:
             self._settle()
         alen = e.accept_len
         self._numbers(alen, e.spec_enabled)
-        self._kept(e, self._when(e), alen, True)
+        self._kept(e, self._when_time(e.time), alen, True)
         return {"spec"}
 
     def _numbers(self, alen: float | None, spec_enabled: bool) -> None:
@@ -148,7 +147,7 @@ class SpecSlice:
                     self._settle()
                 alen = e.accept_len
                 self._numbers(alen, e.spec_enabled)
-                self._kept(e, self._when(e, dating), alen, True)
+                self._kept(e, self._when_time(e.time, dating), alen, True)
             return {"spec"}
         # SGLang's segments: "accept len" is printed (group 5) exactly when speculation is on
         self.enabled = bool(rows[-1][4])
@@ -191,7 +190,7 @@ class SpecSlice:
         if self._last_of is not entry:
             run, dating, n_dec, _, _ = entry
             e = run.events(n_dec - 1)[-1]
-            self._last_batch, self._batch_t = e, self._when(e, dating)
+            self._last_batch, self._batch_t = e, self._when_time(e.time, dating)
             self._last_of = entry
 
     def _settle(self) -> None:
@@ -208,11 +207,25 @@ class SpecSlice:
                 for t, _r, _n, _u, alen, rate, tput, _o in run.rows:
                     if alen:
                         append(when_time(t, dating), float(alen), float(rate), logged_number(tput))
-            this_boot = boot == self._boot
-            for e in run.events(n_dec - (RECENT_BATCHES if this_boot else 1)):
-                self._last_batch, self._batch_t = e, self._when(e, dating)
-                if this_boot:
-                    self._recent.append(e)
+        # the last batch, and the boot's recent batches: only the newest lines become events
+        # (boots only grow along the pending runs: the boot's own runs are the newest)
+        run, dating, n_dec, _s, boot = pend[-1]
+        if boot != self._boot:  # an earlier boot's run: the last batch alone
+            e = run.events(n_dec - 1)[-1]
+            self._last_batch, self._batch_t = e, self._when_time(e.time, dating)
+            return
+        newest: list[tuple[list[Any], Any]] = []  # (events, dating), the newest run first
+        want = RECENT_BATCHES
+        for run, dating, n_dec, _s, boot in reversed(pend):
+            if boot != self._boot or want <= 0:
+                break
+            events = run.events(max(0, n_dec - want))
+            newest.append((events, dating))
+            want -= len(events)
+        for events, _dating in reversed(newest):
+            self._recent.extend(events)
+        events, dating = newest[0]
+        self._last_batch, self._batch_t = events[-1], self._when_time(events[-1].time, dating)
 
     def on_mamba_pool(self, e: Any) -> set[str]:
         """``Mamba Cache is allocated`` (``MambaCacheAllocated``): the pool of the budget's rank."""
